@@ -1,0 +1,39 @@
+# One venv, created on first use; every target works on a fresh clone.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+SAMPLE := src/traintriage/data/sample/job-4412.log
+CORPORA := ../shared/corpus/gh-dev ../shared/corpus/realruns-dev
+
+.PHONY: run test lint typecheck unit eval bench clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+run: $(STAMP)
+	@$(BIN)/traintriage diagnose $(SAMPLE); status=$$?; [ $$status -le 2 ] || exit $$status
+
+lint: $(STAMP)
+	$(BIN)/ruff check src tests scripts benchmarks
+	$(BIN)/traintriage kb lint
+
+typecheck: $(STAMP)
+	$(BIN)/mypy
+
+unit: $(STAMP)
+	$(BIN)/pytest -n 2 --dist loadgroup
+
+test: lint typecheck unit
+
+eval: $(STAMP)
+	$(BIN)/python ../shared/corpus/eval.py --tool "$(BIN)/traintriage" --show-misses $(CORPORA)
+
+bench: $(STAMP)
+	$(BIN)/python benchmarks/bench.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache benchmarks/work

@@ -1,0 +1,110 @@
+"""Training-curve anomalies: NaN/Inf onset, loss spikes and divergence, stragglers.
+
+Spikes are judged against a rolling median of the same rank's recent losses (robust
+to noise and to the curve's own scale), never against a fixed threshold.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from dataclasses import dataclass
+from statistics import median
+
+from traintriage.parse.metrics import MetricPoint
+
+ROLLING = 20
+SPIKE_FACTOR = 4.0
+DIVERGED_FACTOR = 3.0
+STRAGGLER_FACTOR = 1.3
+MIN_POINTS = 8
+
+
+@dataclass(frozen=True)
+class CurveFinding:
+    kind: str
+    rank: int | None
+    step: int | None
+    detail: str
+    point: MetricPoint
+
+
+def by_rank(points: list[MetricPoint]) -> dict[int | None, list[MetricPoint]]:
+    grouped: dict[int | None, list[MetricPoint]] = defaultdict(list)
+    for point in sorted(points, key=lambda p: (p.source, p.line)):
+        grouped[point.rank].append(point)
+    return grouped
+
+
+def first_nonfinite(points: list[MetricPoint]) -> CurveFinding | None:
+    """The earliest point whose loss (or grad norm, when the loss is NaN later) is not finite."""
+    best: MetricPoint | None = None
+    for point in points:
+        if point.loss is not None and not math.isfinite(point.loss):
+            key = (point.time or math.inf, point.step if point.step is not None else 1 << 30, point.line)
+            if best is None or key < (best.time or math.inf, best.step if best.step is not None else 1 << 30, best.line):
+                best = point
+    if best is None:
+        return None
+    return CurveFinding("loss-nan", best.rank, best.step, f"loss became {best.loss} at step {best.step}", best)
+
+
+def recovered_after(points: list[MetricPoint], finding: CurveFinding) -> bool:
+    """A single non-finite value followed by finite losses on the same rank (AMP warm-up)."""
+    later = [p for p in points if p.rank == finding.rank and p.line > finding.point.line and p.loss is not None]
+    return len(later) >= 3 and all(math.isfinite(p.loss or math.nan) for p in later[-3:])
+
+
+def spikes(points: list[MetricPoint]) -> list[CurveFinding]:
+    findings: list[CurveFinding] = []
+    for rank, series in by_rank(points).items():
+        losses = [p for p in series if p.loss is not None and math.isfinite(p.loss)]
+        if len(losses) < MIN_POINTS:
+            continue
+        for index in range(ROLLING // 2, len(losses)):
+            window = [p.loss for p in losses[max(0, index - ROLLING) : index] if p.loss is not None]
+            base = median(window)
+            value = losses[index].loss or 0.0
+            if base > 0 and value > SPIKE_FACTOR * base and value - base > 0.5:
+                findings.append(CurveFinding("loss-spike", rank, losses[index].step,
+                                             f"loss {base:.4g} -> {value:.4g}", losses[index]))
+                break
+    return findings
+
+
+def diverged(points: list[MetricPoint]) -> CurveFinding | None:
+    """The loss ends far above its early median and never comes back: divergence."""
+    for rank, series in by_rank(points).items():
+        losses = [p for p in series if p.loss is not None and math.isfinite(p.loss)]
+        if len(losses) < MIN_POINTS:
+            continue
+        early = median(p.loss for p in losses[: max(3, len(losses) // 4)] if p.loss is not None)
+        low = min(p.loss for p in losses if p.loss is not None)
+        tail = losses[-max(3, len(losses) // 8) :]
+        late = median(p.loss for p in tail if p.loss is not None)
+        if early > 0 and late > DIVERGED_FACTOR * max(early, low) and late - early > 1.0:
+            return CurveFinding("loss-divergence", rank, tail[0].step,
+                                f"loss {early:.4g} early, {late:.4g} at the end", tail[0])
+    return None
+
+
+def straggler(points: list[MetricPoint]) -> CurveFinding | None:
+    """A rank whose median step time is consistently above its peers'."""
+    per_rank = {r: [p.step_time for p in s if p.step_time] for r, s in by_rank(points).items() if r is not None}
+    per_rank = {r: times for r, times in per_rank.items() if len(times) >= 5}
+    if len(per_rank) < 2:
+        return None
+    medians = {r: median(t for t in times if t is not None) for r, times in per_rank.items()}
+    slowest = max(medians, key=lambda r: medians[r])
+    others = median(v for r, v in medians.items() if r != slowest)
+    if others <= 0 or medians[slowest] < STRAGGLER_FACTOR * others:
+        return None
+    slow_steps = [t for t in per_rank[slowest] if t is not None]
+    consistent = sum(1 for t in slow_steps if t > STRAGGLER_FACTOR * others) / len(slow_steps)
+    if consistent < 0.6:
+        return None
+    point = next(p for p in points if p.rank == slowest and p.step_time)
+    factor = medians[slowest] / others
+    return CurveFinding("straggler", slowest, None,
+                        f"rank {slowest} median step {medians[slowest]:.3g}s vs {others:.3g}s on its peers ({factor:.1f}x slower)",
+                        point)

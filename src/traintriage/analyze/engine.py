@@ -1,0 +1,236 @@
+"""From scans to a Diagnosis: score, resolve collateral, place the first failure."""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from dataclasses import dataclass
+
+from traintriage.analyze import curves, refine
+from traintriage.analyze.observations import Observation
+from traintriage.analyze.ranks import SuspectRank, suspects_for
+from traintriage.analyze.scoring import Candidate, rank_candidates, score_entries
+from traintriage.analyze.timing import hang_finding
+from traintriage.kb.loader import KnowledgeBase
+from traintriage.kb.schema import Entry, Nature
+from traintriage.match.compiler import PatternKind, Scanner
+from traintriage.match.internal import Internal
+from traintriage.match.scan import SourceScan
+from traintriage.parse.environment import extract_environment
+from traintriage.parse.metrics import MetricPoint
+from traintriage.parse.torchrun import FailureReport, parse_root_cause
+from traintriage.parse.traceback import Traceback, parse_traceback
+
+THRESHOLD = 0.3
+_COLLATERAL_SIGNAL = re.compile(r"SIGTERM|SIGHUP|SIGINT|Signal 15\b|got signal: 15")
+
+
+@dataclass
+class Analysis:
+    """Everything the renderers need, before it becomes the Diagnosis model."""
+
+    ranked: list[Candidate]
+    root: Candidate | None
+    collateral: list[tuple[Candidate, str]]
+    suspects: list[SuspectRank]
+    initiating_rank: int | None
+    seen_ranks: set[int]
+    anomalies: list[curves.CurveFinding]
+    environment: dict[str, str]
+    traceback: Traceback | None
+    salient: list[Observation]
+    confidence: dict[str, float]
+
+
+def _internal(observations: list[Observation], scanner: Scanner, kind: Internal) -> list[Observation]:
+    wanted = set(scanner.by_internal(kind))
+    return [o for o in observations if wanted.intersection(o.hit.patterns)]
+
+
+def _synthetic(entry_id: str, score: float, observation: Observation | None, reason: str) -> Candidate:
+    return Candidate(entry_id=entry_id, score=score, nature=Nature.root,
+                     roots=[observation] if observation else [], reason=reason)
+
+
+def _observation_at(observations: list[Observation], point: MetricPoint) -> Observation | None:
+    for observation in observations:
+        if observation.hit.source == point.source and observation.hit.line == point.line:
+            return observation
+    return None
+
+
+def analyze(
+    observations: list[Observation], scans: list[SourceScan], kb: KnowledgeBase, scanner: Scanner
+) -> Analysis:
+    candidates = score_entries(observations, kb, scanner)
+    points = [p for scan in scans for p in scan.metrics]
+    seen_ranks = {o.rank for o in observations if o.rank is not None} | {p.rank for p in points if p.rank is not None}
+    findings = _curve_findings(observations, scanner, points, candidates)
+    anomalies = [f for f in findings if f is not None]
+
+    refine.apply(candidates, kb)
+    hang = hang_finding(observations, scans, scanner, points, candidates)
+    if hang is not None and "training-hang" in kb.entries:
+        candidates["training-hang"] = _synthetic("training-hang", hang.score, hang.observation, hang.detail)
+    straggling = curves.straggler(points)
+    if straggling is not None:
+        anomalies.append(straggling)
+        if "straggler-slow-rank" in kb.entries and not _has_crash(candidates, kb):
+            candidates["straggler-slow-rank"] = _synthetic(
+                "straggler-slow-rank", 0.7, _observation_at(observations, straggling.point), straggling.detail)
+
+    ranked = rank_candidates({k: c for k, c in candidates.items() if c.score >= THRESHOLD})
+    root, collateral = resolve(ranked, kb)
+    if root is not None:
+        ranked = [root] + [c for c in ranked if c is not root]
+
+    reports = _reports(observations, scanner)
+    signalled = [o for o in _internal(observations, scanner, Internal.fatal_signal)
+                 if not _COLLATERAL_SIGNAL.search(o.hit.text)]
+    watchdog = _watchdog(observations, candidates)
+    suspects = suspects_for(root, signalled, reports, watchdog, seen_ranks)
+    if root is not None and root.entry_id == "training-hang" and hang is not None and hang.rank is not None:
+        suspects.insert(0, SuspectRank(hang.rank, None, hang.detail))
+    initiating = _initiating(root, suspects, seen_ranks)
+
+    environment = extract_environment([o.hit.text for o in _internal(observations, scanner, Internal.version)]
+                                      + [o.hit.text for o in _internal(observations, scanner, Internal.gpu_model)])
+    traceback = _root_traceback(root)
+    salient = _salient(observations, scanner) if root is None else []
+    confidence = _confidence(ranked)
+    return Analysis(ranked=ranked, root=root, collateral=collateral, suspects=suspects,
+                    initiating_rank=initiating, seen_ranks=seen_ranks, anomalies=anomalies,
+                    environment=environment, traceback=traceback, salient=salient, confidence=confidence)
+
+
+def _has_crash(candidates: dict[str, Candidate], kb: KnowledgeBase) -> bool:
+    return any(c.score >= THRESHOLD and c.nature is Nature.root for c in candidates.values())
+
+
+def _curve_findings(
+    observations: list[Observation], scanner: Scanner, points: list[MetricPoint], candidates: dict[str, Candidate]
+) -> list[curves.CurveFinding | None]:
+    """NaN onset and divergence become candidates when no crash explains the end."""
+    nonfinite = curves.first_nonfinite(points)
+    findings: list[curves.CurveFinding | None] = [nonfinite]
+    if nonfinite is not None and not curves.recovered_after(points, nonfinite):
+        observation = _observation_at(observations, nonfinite.point)
+        existing = candidates.get("loss-nan")
+        if existing is None or existing.score < 0.8:
+            candidates["loss-nan"] = _synthetic("loss-nan", 0.8, observation, nonfinite.detail)
+            if existing is not None:
+                candidates["loss-nan"].roots.extend(existing.roots)
+    spikes = curves.spikes(points)
+    findings.extend(spikes)
+    divergence = curves.diverged(points)
+    findings.append(divergence)
+    if divergence is not None and nonfinite is None and "loss-spike-divergence" not in candidates:
+        candidates["loss-spike-divergence"] = _synthetic(
+            "loss-spike-divergence", 0.6, _observation_at(observations, divergence.point), divergence.detail)
+    return findings
+
+
+def resolve(ranked: list[Candidate], kb: KnowledgeBase) -> tuple[Candidate | None, list[tuple[Candidate, str]]]:
+    """Pick the root cause; what it explains, and collateral-natured classes, become collateral."""
+    if not ranked:
+        return None, []
+    natured_root = [c for c in ranked if c.nature is Nature.root]
+    root = natured_root[0] if natured_root else ranked[0]
+    if not natured_root:
+        wrappers = [c for c in ranked if c.nature is Nature.collateral]
+        root = wrappers[0] if wrappers else ranked[0]
+    explains = _explained_by(root, kb)
+    collateral: list[tuple[Candidate, str]] = []
+    for candidate in ranked:
+        if candidate is root:
+            continue
+        if candidate.nature is not Nature.root or candidate.entry_id in explains:
+            collateral.append((candidate, root.entry_id))
+    return root, collateral
+
+
+def _explained_by(root: Candidate, kb: KnowledgeBase) -> set[str]:
+    entry: Entry | None = kb.get(root.entry_id)
+    return set(entry.explains) if entry else set()
+
+
+def _reports(observations: list[Observation], scanner: Scanner) -> list[FailureReport]:
+    reports = []
+    for observation in _internal(observations, scanner, Internal.root_cause_report):
+        report = parse_root_cause(observation.hit.after)
+        if report is not None:
+            reports.append(report)
+    return reports
+
+
+def _watchdog(observations: list[Observation], candidates: dict[str, Candidate]) -> list[Observation]:
+    timeout = candidates.get("nccl-watchdog-timeout")
+    return timeout.roots if timeout else []
+
+
+def _initiating(root: Candidate | None, suspects: list[SuspectRank], seen: set[int]) -> int | None:
+    if root is None:
+        return None
+    if not suspects or suspects[0].rank is None:
+        return None
+    if len(seen) <= 1 and not any(o.rank is not None for o in root.roots):
+        return None
+    return suspects[0].rank
+
+
+def _root_traceback(root: Candidate | None) -> Traceback | None:
+    if root is None:
+        return None
+    first = root.first
+    if first is None or not first.hit.before:
+        return None
+    same_rank = [t for t in first.hit.before]
+    return parse_traceback(same_rank, first.message)
+
+
+def _salient(observations: list[Observation], scanner: Scanner) -> list[Observation]:
+    """For unknown failures: the last exceptions and fatal lines, most telling first."""
+    picks: list[Observation] = []
+    for kind in (Internal.exception, Internal.fatal_signal, Internal.error_level, Internal.exit_code):
+        picks.extend(_internal(observations, scanner, kind)[-4:])
+    seen: set[tuple[int, int]] = set()
+    unique = []
+    for observation in picks:
+        key = (observation.hit.source, observation.hit.line)
+        if key not in seen:
+            seen.add(key)
+            unique.append(observation)
+    return unique[:8]
+
+
+def failure_indicated(observations: list[Observation], scanner: Scanner) -> bool:
+    """Did anything fail, whatever the KB says? Uncaught exceptions, fatal signals, non-zero exits."""
+    exits = [o for o in _internal(observations, scanner, Internal.exit_code)
+             if re.search(r"(?:exitcode\s*:\s*-?[1-9]|(?:code|status)[: ]+-?[1-9])", o.hit.text)]
+    tracebacks = _internal(observations, scanner, Internal.traceback)
+    signals = _internal(observations, scanner, Internal.fatal_signal)
+    return bool(exits or signals or tracebacks)
+
+
+def _confidence(ranked: list[Candidate]) -> dict[str, float]:
+    """Calibrated on the development corpora: a clear single class near 0.95, rivals pull it down."""
+    if not ranked:
+        return {}
+    top = ranked[0].score
+    second = ranked[1].score if len(ranked) > 1 else 0.0
+    margin = max(0.0, top - second)
+    top_confidence = min(0.99, top * (0.72 + 0.28 * min(1.0, margin / 0.3)))
+    scale = top_confidence / top if top > 0 else 0.0
+    return {c.entry_id: round(min(0.99, c.score * scale), 2) for c in ranked}
+
+
+def group_ranks(observations: list[Observation]) -> dict[str, list[int]]:
+    ranks: dict[str, set[int]] = defaultdict(set)
+    for observation in observations:
+        if observation.rank is not None:
+            ranks[observation.source_name].add(observation.rank)
+    return {k: sorted(v) for k, v in ranks.items()}
+
+
+def signature_patterns(scanner: Scanner) -> list[int]:
+    return [i for i, p in enumerate(scanner.table) if p.kind is PatternKind.signature]

@@ -1,0 +1,98 @@
+"""Which rank started the cascade, and a short ranked list of suspects with reasons.
+
+Evidence, strongest first: the root cause's own lines ordered by time (or by line
+order inside one source when the lines carry no time); a rank that died by a signal;
+torchrun's `Root Cause (first observed failure)` report (its node only, and its time
+may be the agent's detection time); NCCL watchdog sequence numbers (the rank that
+never reached the collective lags the others).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from dataclasses import dataclass
+
+from traintriage.analyze.observations import Observation
+from traintriage.analyze.scoring import Candidate
+from traintriage.parse.torchrun import FailureReport
+
+_LAST_COMPLETED = re.compile(r"last completed (?:NCCL )?work: (-?\d+)")
+_SEQ = re.compile(r"SeqNum=(\d+)")
+
+
+@dataclass(frozen=True)
+class SuspectRank:
+    rank: int | None
+    host: str | None
+    reason: str
+
+
+def earliest_rank(observations: list[Observation]) -> Observation | None:
+    ranked = [o for o in observations if o.rank is not None]
+    if not ranked:
+        return None
+    timed = [o for o in ranked if o.time is not None]
+    if timed:
+        return min(timed, key=lambda o: o.sort_key)
+    sources = {o.hit.source for o in ranked}
+    if len(sources) == 1:
+        return min(ranked, key=lambda o: o.hit.line)
+    return None
+
+
+def watchdog_laggard(watchdog: list[Observation], seen: set[int]) -> SuspectRank | None:
+    """The rank whose collectives stopped first, from watchdog sequence numbers."""
+    completed: dict[int, int] = {}
+    reporting: set[int] = set()
+    for observation in watchdog:
+        if observation.rank is None:
+            continue
+        reporting.add(observation.rank)
+        match = _LAST_COMPLETED.search(observation.hit.text)
+        if match:
+            value = int(match.group(1))
+            completed[observation.rank] = min(completed.get(observation.rank, value), value)
+    if len(completed) >= 2 and len(set(completed.values())) > 1:
+        laggard = min(completed, key=lambda r: completed[r])
+        return SuspectRank(laggard, None, f"last completed collective {completed[laggard]}, behind its peers")
+    silent = sorted(seen - reporting)
+    if reporting and len(silent) == 1:
+        return SuspectRank(silent[0], None, "the only rank that did not report the collective timeout")
+    return None
+
+
+def suspects_for(
+    root: Candidate | None,
+    failed_by_signal: list[Observation],
+    reports: list[FailureReport],
+    watchdog: list[Observation],
+    seen: set[int],
+) -> list[SuspectRank]:
+    found: list[SuspectRank] = []
+    if root is not None:
+        first = earliest_rank(root.roots)
+        if first is not None:
+            when = f" at {first.time.isoformat()}" if first.time else ""
+            found.append(SuspectRank(first.rank, first.host, f"first {root.entry_id} line{when}"))
+        by_rank: dict[int, int] = defaultdict(int)
+        for observation in root.roots:
+            if observation.rank is not None:
+                by_rank[observation.rank] += 1
+        if first is None and len(by_rank) == 1:
+            only = next(iter(by_rank))
+            found.append(SuspectRank(only, None, f"the only rank with {root.entry_id} lines"))
+    for report in reports:
+        if report.rank is not None:
+            found.append(SuspectRank(report.rank, report.host, f"torchrun's first observed failure (exitcode {report.exitcode})"))
+    signalled = earliest_rank(failed_by_signal)
+    if signalled is not None:
+        found.append(SuspectRank(signalled.rank, signalled.host, "died by a signal"))
+    laggard = watchdog_laggard(watchdog, seen)
+    if laggard is not None:
+        found.append(laggard)
+    unique: list[SuspectRank] = []
+    for suspect in found:
+        if all(s.rank != suspect.rank for s in unique):
+            unique.append(suspect)
+    return unique[:5]

@@ -1,0 +1,100 @@
+"""Score each KB entry from its signature hits (docs/KB-AUTHORING.md, "Scoring").
+
+score = max root weight + 0.1 x distinct supporting signatures (<= 3)
+        + 0.05 x further distinct root signatures (<= 2), capped at 1.
+Excludes drop root hits near them; `specializes` entries need a supporting hit and
+then outrank their generic entry.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from traintriage.analyze.observations import Observation
+from traintriage.kb.loader import KnowledgeBase
+from traintriage.kb.schema import Nature, Role
+from traintriage.match.compiler import PatternKind, Scanner
+
+EXCLUDE_WINDOW = 10
+SUPPORT_BONUS = 0.1
+EXTRA_ROOT_BONUS = 0.05
+
+
+@dataclass
+class Candidate:
+    entry_id: str
+    score: float
+    nature: Nature
+    roots: list[Observation] = field(default_factory=list)
+    supporting: list[Observation] = field(default_factory=list)
+    reason: str = ""
+
+    @property
+    def first(self) -> Observation | None:
+        return min(self.roots, key=lambda o: o.sort_key) if self.roots else None
+
+    @property
+    def first_key(self) -> tuple[float, int, int]:
+        first = self.first
+        return first.sort_key if first else (float("inf"), 1 << 30, 1 << 30)
+
+
+def _excluded(observation: Observation, entry_id: str, excludes: dict[str, list[Observation]]) -> bool:
+    for other in excludes.get(entry_id, ()):
+        if other.hit.source == observation.hit.source and abs(other.hit.line - observation.hit.line) <= EXCLUDE_WINDOW:
+            return True
+    return False
+
+
+def score_entries(observations: list[Observation], kb: KnowledgeBase, scanner: Scanner) -> dict[str, Candidate]:
+    table = scanner.table
+    roots: dict[str, list[tuple[Observation, int]]] = defaultdict(list)
+    supporting: dict[str, list[tuple[Observation, int]]] = defaultdict(list)
+    excludes: dict[str, list[Observation]] = defaultdict(list)
+    for observation in observations:
+        for pattern in observation.hit.patterns:
+            info = table[pattern]
+            if info.kind is PatternKind.exclude:
+                excludes[info.entry_id].append(observation)
+            elif info.kind is PatternKind.signature and info.role is Role.root:
+                roots[info.entry_id].append((observation, pattern))
+            elif info.kind is PatternKind.signature and info.role is Role.supporting:
+                supporting[info.entry_id].append((observation, pattern))
+
+    candidates: dict[str, Candidate] = {}
+    for entry_id, hits in roots.items():
+        kept = [(o, p) for o, p in hits if not _excluded(o, entry_id, excludes)]
+        if not kept:
+            continue
+        entry = kb.entries[entry_id]
+        support = supporting.get(entry_id, [])
+        if entry.specializes and not support:
+            continue
+        weights: dict[str, float] = {}
+        for _, pattern in kept:
+            info = table[pattern]
+            weights[info.signature_id] = max(weights.get(info.signature_id, 0.0), info.weight)
+        ordered = sorted(weights.values(), reverse=True)
+        distinct_support = {table[p].signature_id for _, p in support}
+        score = ordered[0] + EXTRA_ROOT_BONUS * min(2, len(ordered) - 1) + SUPPORT_BONUS * min(3, len(distinct_support))
+        candidates[entry_id] = Candidate(
+            entry_id=entry_id,
+            score=min(1.0, score),
+            nature=entry.nature,
+            roots=[o for o, _ in kept],
+            supporting=[o for o, _ in support],
+            reason=f"matched {', '.join(sorted(weights))}",
+        )
+    for candidate in list(candidates.values()):
+        generic = kb.entries[candidate.entry_id].specializes
+        if generic and generic in candidates:
+            general = candidates[generic]
+            candidate.score = max(candidate.score, general.score + 0.01)
+            general.score = min(general.score, candidate.score - 0.02)
+    return candidates
+
+
+def rank_candidates(candidates: dict[str, Candidate]) -> list[Candidate]:
+    """Best first: score, then the failure seen first."""
+    return sorted(candidates.values(), key=lambda c: (-round(c.score, 3), c.first_key, c.entry_id))

@@ -1,0 +1,175 @@
+"""Turn what the user named (files, directories, '-', archives) into readable log sources.
+
+A per-rank file carries its rank in its name or folder (`rank3.log`, `worker-3.log`,
+torchrun `--log-dir` layout `attempt_0/3/stderr.log`, SLURM `%t` outputs); that rank
+applies to every line of the file that does not name its own.
+"""
+
+from __future__ import annotations
+
+import bz2
+import gzip
+import io
+import lzma
+import os
+import re
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO, Union
+
+from traintriage.errors import BinaryInputError, InputError, UsageError
+
+STDIN = "-"
+_SNIFF_BYTES = 8192
+ByteStream = Union[io.BufferedIOBase, io.RawIOBase, BinaryIO]
+_COMPRESSED = frozenset({".gz", ".bz2", ".xz", ".lzma", ".zst"})
+_SKIPPED_SUFFIXES = frozenset({".json", ".pt", ".bin", ".safetensors", ".pkl", ".npy", ".png", ".jpg", ".pyc"})
+
+_RANK_IN_NAME = (
+    re.compile(r"attempt_\d+/(\d+)/(?:stdout|stderr)\.log$"),
+    re.compile(r"(?:^|[/_.-])(?:rank|worker|proc|process|task|local_rank)[-_.]?(\d+)(?:[._-][^/]*)?$", re.I),
+    re.compile(r"(?:^|/)[\w.-]*?\d+[-_.](\d{1,5})\.(?:out|err|log|txt)$"),
+)
+
+
+@dataclass(frozen=True)
+class Source:
+    """One log stream: its display name, where to read it, and the rank its name implies."""
+
+    name: str
+    path: Path | None
+    rank: int | None = None
+    size: int | None = None
+    span: tuple[int, int] | None = None
+
+    @property
+    def splittable(self) -> bool:
+        """Plain files can be read from any offset, so one huge file can be shared by workers."""
+        return self.path is not None and self.path.suffix.lower() not in _COMPRESSED and self.span is None
+
+    def open(self) -> ByteStream:
+        """Open the raw bytes, decompressing by suffix; stdin when path is None."""
+        if self.path is None:
+            return sys.stdin.buffer
+        try:
+            if self.span is not None:
+                return _SpanReader(self.path, *self.span)
+            return _open_maybe_compressed(self.path)
+        except OSError as exc:
+            raise InputError(f"{self.name}: cannot read: {exc.strerror or exc}") from exc
+
+
+class _SpanReader(io.RawIOBase):
+    """Bytes [start, end) of a file: one worker's share of a large log."""
+
+    def __init__(self, path: Path, start: int, end: int) -> None:
+        super().__init__()
+        self._file = open(path, "rb", buffering=0)  # noqa: SIM115 - closed in close()
+        self._file.seek(start)
+        self._left = end - start
+
+    def read(self, size: int = -1) -> bytes:
+        if self._left <= 0:
+            return b""
+        size = self._left if size < 0 else min(size, self._left)
+        data = self._file.read(size)
+        self._left -= len(data)
+        return data
+
+    def readable(self) -> bool:
+        return True
+
+    def close(self) -> None:
+        self._file.close()
+        super().close()
+
+
+def _open_maybe_compressed(path: Path) -> ByteStream:
+    suffix = path.suffix.lower()
+    if suffix == ".gz":
+        return gzip.open(path, "rb")
+    if suffix == ".bz2":
+        return bz2.open(path, "rb")
+    if suffix in (".xz", ".lzma"):
+        return lzma.open(path, "rb")
+    if suffix == ".zst":
+        import zstandard
+
+        reader: ByteStream = zstandard.ZstdDecompressor().stream_reader(open(path, "rb"), read_across_frames=True)
+        return reader
+    return open(path, "rb", buffering=0)
+
+
+def rank_from_path(relative: str) -> int | None:
+    """The rank a per-rank file name implies, or None for a combined log."""
+    normalized = relative.replace(os.sep, "/")
+    for pattern in _RANK_IN_NAME:
+        match = pattern.search(normalized)
+        if match:
+            return int(match.group(1))
+    return None
+
+
+def discover(inputs: list[str]) -> list[Source]:
+    """Expand the user's arguments into sources, in a stable order."""
+    if not inputs:
+        raise UsageError("no input: name a log file, a directory, or '-' for stdin")
+    sources: list[Source] = []
+    for item in inputs:
+        if item == STDIN:
+            sources.append(Source(name="<stdin>", path=None))
+            continue
+        path = Path(item)
+        if path.is_dir():
+            sources.extend(_discover_dir(path))
+        elif path.exists():
+            if not os.access(path, os.R_OK):
+                raise InputError(f"{item}: permission denied")
+            _reject_binary(path, item)
+            sources.append(Source(name=item, path=path, rank=rank_from_path(path.name), size=path.stat().st_size))
+        else:
+            raise InputError(f"{item}: no such file or directory")
+    return sources
+
+
+def _discover_dir(root: Path) -> Iterator[Source]:
+    files = sorted(p for p in root.rglob("*") if p.is_file() and not p.name.startswith("."))
+    found = False
+    for path in files:
+        if path.suffix.lower() in _SKIPPED_SUFFIXES or path.is_symlink():
+            continue
+        relative = path.relative_to(root).as_posix()
+        if _looks_binary(path):
+            continue
+        found = True
+        yield Source(name=str(path), path=path, rank=rank_from_path(relative), size=path.stat().st_size)
+    if not found:
+        raise InputError(f"{root}: directory holds no readable log files")
+
+
+def _looks_binary(path: Path) -> bool:
+    try:
+        with _open_maybe_compressed(path) as stream:
+            head = stream.read(_SNIFF_BYTES)
+    except (OSError, EOFError, lzma.LZMAError):
+        return True
+    return is_binary(head)
+
+
+def is_binary(head: bytes) -> bool:
+    """Text logs never hold NUL bytes; most binary formats do within the first block."""
+    return b"\x00" in head
+
+
+def _reject_binary(path: Path, name: str) -> None:
+    try:
+        with _open_maybe_compressed(path) as stream:
+            head = stream.read(_SNIFF_BYTES)
+    except (OSError, EOFError, lzma.LZMAError) as exc:
+        raise InputError(f"{name}: cannot decompress: {exc}") from exc
+    except Exception as exc:  # zstandard raises its own error type
+        raise InputError(f"{name}: cannot decompress: {exc}") from exc
+    if is_binary(head):
+        raise BinaryInputError(f"{name}: looks like a binary file, not a text log")

@@ -1,0 +1,98 @@
+"""`traintriage kb lint`: the KB checks itself (schema, ids, patterns, examples, coverage)."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from traintriage.errors import KnowledgeBaseError
+from traintriage.kb.loader import ENTRIES_DIR, EXAMPLES_DIR, check_links, entry_files, parse_entry
+from traintriage.kb.schema import Entry, Role
+
+MIN_POSITIVES = 2
+MIN_NEGATIVES = 1
+
+
+@dataclass
+class LintReport:
+    errors: list[str] = field(default_factory=list)
+    entries: int = 0
+    catalog_ids: list[str] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)
+    extra: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.errors and not self.missing
+
+
+def find_catalog() -> Path | None:
+    """The shared catalog: $TRAINTRIAGE_CATALOG, or ../shared/catalog beside a checkout."""
+    override = os.environ.get("TRAINTRIAGE_CATALOG")
+    if override:
+        return Path(override)
+    for base in (Path.cwd(), *Path.cwd().parents, Path(__file__).resolve().parents[3]):
+        candidate = base.parent / "shared" / "catalog" / "failures.yaml"
+        if candidate.exists():
+            return candidate
+    return None
+
+
+def example_files(entry_id: str, kind: str) -> list[Path]:
+    return sorted((EXAMPLES_DIR / entry_id).glob(f"{kind}-*.log"))
+
+
+def lint_entry(entry: Entry) -> list[str]:
+    from traintriage.match.compiler import check_pattern
+
+    problems = []
+    for signature in entry.signatures:
+        why = check_pattern(signature.pattern)
+        if why:
+            problems.append(f"{entry.id}: signature {signature.id}: {why}")
+    for number, pattern in enumerate(entry.excludes):
+        why = check_pattern(pattern)
+        if why:
+            problems.append(f"{entry.id}: excludes[{number}]: {why}")
+    if not any(s.role is Role.root for s in entry.signatures):
+        problems.append(f"{entry.id}: no root signature, nothing can diagnose it")
+    if len(example_files(entry.id, "positive")) < MIN_POSITIVES:
+        problems.append(f"{entry.id}: needs at least {MIN_POSITIVES} positive examples in examples/{entry.id}/")
+    if len(example_files(entry.id, "negative")) < MIN_NEGATIVES:
+        problems.append(f"{entry.id}: needs at least {MIN_NEGATIVES} negative example in examples/{entry.id}/")
+    if entry.id in entry.explains:
+        problems.append(f"{entry.id}: explains itself")
+    return problems
+
+
+def lint(catalog: Path | None = None) -> LintReport:
+    report = LintReport()
+    entries: dict[str, Entry] = {}
+    for path in entry_files(ENTRIES_DIR):
+        try:
+            entry = parse_entry(path)
+        except KnowledgeBaseError as exc:
+            report.errors.append(str(exc))
+            continue
+        if entry.id in entries:
+            report.errors.append(f"duplicate id {entry.id}")
+        entries[entry.id] = entry
+        report.errors.extend(lint_entry(entry))
+    report.entries = len(entries)
+    try:
+        check_links(entries)
+    except KnowledgeBaseError as exc:
+        report.errors.append(str(exc))
+    orphans = sorted(p.name for p in EXAMPLES_DIR.iterdir() if p.is_dir() and p.name not in entries) \
+        if EXAMPLES_DIR.exists() else []
+    report.errors.extend(f"examples/{name}/ has no entry" for name in orphans)
+    catalog = catalog or find_catalog()
+    if catalog is not None and catalog.exists():
+        ids = [item["id"] for item in yaml.safe_load(catalog.read_text(encoding="utf-8"))]
+        report.catalog_ids = ids
+        report.missing = [i for i in ids if i not in entries]
+        report.extra = sorted(set(entries) - set(ids))
+    return report

@@ -1,0 +1,140 @@
+"""Load the knowledge base: YAML entries validated by the schema, then cross-checked.
+
+Parsing and validating ~150 YAML files and compiling the scanner costs far more than
+a small diagnosis, so the result is cached on disk keyed by a hash of the entry files;
+any change to an entry (or to this package version) invalidates the cache.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import pickle
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+
+import yaml
+from pydantic import ValidationError
+
+from traintriage import __version__
+from traintriage.errors import KnowledgeBaseError
+from traintriage.kb.schema import Entry
+
+KB_ROOT = Path(__file__).resolve().parent
+ENTRIES_DIR = KB_ROOT / "entries"
+EXAMPLES_DIR = KB_ROOT / "examples"
+
+
+@dataclass
+class KnowledgeBase:
+    entries: dict[str, Entry]
+    files: dict[str, Path] = field(default_factory=dict)
+    digest: str = ""
+
+    def get(self, entry_id: str) -> Entry | None:
+        return self.entries.get(entry_id)
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+
+def entry_files(root: Path = ENTRIES_DIR) -> list[Path]:
+    return sorted(root.glob("*/*.yaml"))
+
+
+def digest_of(files: list[Path]) -> str:
+    """A content hash of the KB, the package version and the scanner's own patterns."""
+    from traintriage.match import internal
+
+    hasher = hashlib.sha256(__version__.encode())
+    hasher.update(Path(internal.__file__).read_bytes())
+    for path in files:
+        hasher.update(path.relative_to(path.parent.parent).as_posix().encode())
+        hasher.update(path.read_bytes())
+    return hasher.hexdigest()[:20]
+
+
+def parse_entry(path: Path) -> Entry:
+    """Validate one entry file; errors name the file and the field."""
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        raise KnowledgeBaseError(f"{path.name}: invalid YAML: {exc}") from exc
+    if not isinstance(raw, dict):
+        raise KnowledgeBaseError(f"{path.name}: an entry must be a mapping")
+    try:
+        entry = Entry.model_validate(raw)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in exc.errors()[:5]
+        )
+        raise KnowledgeBaseError(f"{path.name}: {problems}") from exc
+    if entry.id != path.stem:
+        raise KnowledgeBaseError(f"{path.name}: id '{entry.id}' differs from the file name")
+    if entry.category.value != path.parent.name:
+        raise KnowledgeBaseError(f"{path.name}: category '{entry.category.value}' but filed under '{path.parent.name}/'")
+    return entry
+
+
+def load_entries(root: Path = ENTRIES_DIR) -> KnowledgeBase:
+    files = entry_files(root)
+    entries: dict[str, Entry] = {}
+    paths: dict[str, Path] = {}
+    for path in files:
+        entry = parse_entry(path)
+        if entry.id in entries:
+            raise KnowledgeBaseError(f"duplicate id '{entry.id}' in {path} and {paths[entry.id]}")
+        entries[entry.id] = entry
+        paths[entry.id] = path
+    check_links(entries)
+    return KnowledgeBase(entries=entries, files=paths, digest=digest_of(files))
+
+
+def check_links(entries: dict[str, Entry]) -> None:
+    """`related`, `explains` and `specializes` must name entries that exist."""
+    for entry in entries.values():
+        for kind, ids in (("related", entry.related), ("explains", entry.explains)):
+            missing = [i for i in ids if i not in entries]
+            if missing:
+                raise KnowledgeBaseError(f"{entry.id}: {kind} names unknown id(s) {missing}")
+        if entry.specializes and entry.specializes not in entries:
+            raise KnowledgeBaseError(f"{entry.id}: specializes unknown id '{entry.specializes}'")
+
+
+def cache_dir() -> Path:
+    override = os.environ.get("TRAINTRIAGE_CACHE_DIR")
+    if override:
+        return Path(override)
+    from platformdirs import user_cache_dir
+
+    return Path(user_cache_dir("traintriage"))
+
+
+@cache
+def load_kb() -> KnowledgeBase:
+    """The validated KB, from the on-disk cache when the entry files are unchanged."""
+    files = entry_files()
+    digest = digest_of(files)
+    cached = cache_dir() / f"kb-{digest}.pickle"
+    try:
+        with cached.open("rb") as handle:
+            kb = pickle.load(handle)
+        if isinstance(kb, KnowledgeBase) and kb.digest == digest:
+            return kb
+    except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError):
+        pass
+    kb = load_entries()
+    write_cache(cached, pickle.dumps(kb, protocol=pickle.HIGHEST_PROTOCOL))
+    return kb
+
+
+def write_cache(path: Path, data: bytes) -> None:
+    """Best effort: a read-only cache directory only costs speed."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_bytes(data)
+        os.replace(tmp, path)
+    except OSError:
+        pass

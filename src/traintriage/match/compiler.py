@@ -1,0 +1,143 @@
+"""Compile every KB signature, exclude pattern and internal pattern into one scanner.
+
+Patterns are RE2-subset regular expressions (checked with RE2, which refuses
+backreferences and look-around), compiled together into a Hyperscan block-mode
+database: one linear-time pass over a chunk reports every pattern's matches.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from enum import Enum
+from functools import cache
+from pathlib import Path
+
+import hyperscan
+import re2
+
+from traintriage.errors import KnowledgeBaseError
+from traintriage.kb.loader import KnowledgeBase, cache_dir, load_kb, write_cache
+from traintriage.kb.schema import Role
+from traintriage.match.internal import INTERNAL_PATTERNS, Internal
+
+SIGNATURE_CAP = 4096
+CONTEXT_HITS = 6
+
+
+class PatternKind(str, Enum):
+    signature = "signature"
+    exclude = "exclude"
+    internal = "internal"
+
+
+@dataclass(frozen=True)
+class PatternInfo:
+    """What a Hyperscan pattern id stands for."""
+
+    kind: PatternKind
+    regex: str
+    cap: int
+    context: bool
+    entry_id: str = ""
+    signature_id: str = ""
+    role: Role | None = None
+    weight: float = 0.0
+    internal: Internal | None = None
+
+
+@dataclass
+class Scanner:
+    table: list[PatternInfo]
+    database: hyperscan.Database
+
+    def by_internal(self, kind: Internal) -> list[int]:
+        return [i for i, p in enumerate(self.table) if p.internal is kind]
+
+
+def pattern_table(kb: KnowledgeBase) -> list[PatternInfo]:
+    table: list[PatternInfo] = []
+    for entry in kb.entries.values():
+        for sig in entry.signatures:
+            table.append(
+                PatternInfo(
+                    kind=PatternKind.signature,
+                    regex=sig.pattern,
+                    cap=SIGNATURE_CAP,
+                    context=sig.role is Role.root,
+                    entry_id=entry.id,
+                    signature_id=sig.id,
+                    role=sig.role,
+                    weight=sig.weight,
+                )
+            )
+        for number, exclude in enumerate(entry.excludes):
+            table.append(
+                PatternInfo(kind=PatternKind.exclude, regex=exclude, cap=SIGNATURE_CAP, context=False,
+                            entry_id=entry.id, signature_id=f"exclude-{number}")
+            )
+    for internal in INTERNAL_PATTERNS:
+        table.append(
+            PatternInfo(kind=PatternKind.internal, regex=internal.pattern, cap=internal.cap,
+                        context=internal.context, internal=internal.kind)
+        )
+    return table
+
+
+def split_flags(regex: str) -> tuple[str, int]:
+    """Hyperscan takes case-insensitivity as a flag; accept a leading `(?i)`."""
+    flags = hyperscan.HS_FLAG_MULTILINE | hyperscan.HS_FLAG_ALLOWEMPTY
+    if regex.startswith("(?i)"):
+        return regex[4:], flags | hyperscan.HS_FLAG_CASELESS
+    return regex, flags
+
+
+def check_pattern(regex: str) -> str | None:
+    """Why a pattern is not acceptable, or None: it must be RE2 and Hyperscan compatible."""
+    try:
+        re2.compile(regex)
+    except Exception as exc:  # re2 raises its own error type
+        return f"not RE2: {exc}"
+    body, flags = split_flags(regex)
+    try:
+        database = hyperscan.Database()
+        database.compile(expressions=[body.encode()], ids=[0], elements=1, flags=[flags])
+    except hyperscan.error as exc:
+        return f"not compilable by Hyperscan: {exc}"
+    if re2.compile(regex).search("") is not None:
+        return "matches the empty string"
+    return None
+
+
+def compile_table(table: list[PatternInfo]) -> hyperscan.Database:
+    expressions: list[bytes] = []
+    flags: list[int] = []
+    for info in table:
+        body, flag = split_flags(info.regex)
+        expressions.append(body.encode())
+        flags.append(flag)
+    database = hyperscan.Database()
+    try:
+        database.compile(expressions=expressions, ids=list(range(len(expressions))),
+                         elements=len(expressions), flags=flags)
+    except hyperscan.error as exc:
+        bad = [f"{i.entry_id or i.internal}: {i.regex}" for i in table if check_pattern(i.regex)]
+        raise KnowledgeBaseError(f"cannot compile the scanner: {exc}; bad patterns: {bad[:5]}") from exc
+    return database
+
+
+@cache
+def load_scanner() -> Scanner:
+    """The compiled scanner, deserialised from the cache when the KB is unchanged."""
+    kb = load_kb()
+    table = pattern_table(kb)
+    cached = cache_dir() / f"scanner-{kb.digest}-{os.uname().machine}.hsdb"
+    try:
+        database = hyperscan.loadb(Path(cached).read_bytes(), hyperscan.HS_MODE_BLOCK)
+        database.scratch = hyperscan.Scratch(database)
+        return Scanner(table=table, database=database)
+    except (OSError, hyperscan.error, TypeError, ValueError):
+        pass
+    database = compile_table(table)
+    write_cache(cached, hyperscan.dumpb(database))
+    return Scanner(table=table, database=database)

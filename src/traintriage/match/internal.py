@@ -1,0 +1,82 @@
+"""Patterns the engine itself needs besides the KB signatures.
+
+They share the one Hyperscan database with the signatures, so finding a traceback,
+torchrun's failure report or a version line costs nothing extra on the hot path.
+Each has a cap on the hits kept per source: beyond it, hits are only counted.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+
+class Internal(str, Enum):
+    traceback = "traceback"
+    exception = "exception"
+    error_level = "error-level"
+    fatal_signal = "fatal-signal"
+    exit_code = "exit-code"
+    root_cause_report = "root-cause-report"
+    watchdog_seq = "watchdog-seq"
+    version = "version"
+    gpu_model = "gpu-model"
+    completion = "completion"
+    metric_nonfinite = "metric-nonfinite"
+
+
+@dataclass(frozen=True)
+class InternalPattern:
+    kind: Internal
+    pattern: str
+    cap: int
+    context: bool = False
+
+
+INTERNAL_PATTERNS: tuple[InternalPattern, ...] = (
+    InternalPattern(Internal.traceback, r"Traceback \(most recent call last\)", 64),
+    InternalPattern(
+        Internal.exception,
+        r"(?:^|[\s\]:>|])(?:[A-Za-z_][\w]*\.)*[A-Z][A-Za-z0-9_]*(?:Error|Exception|Interrupt|Exit|Failure)(?::\s|:$|$)",
+        512,
+        context=True,
+    ),
+    InternalPattern(Internal.error_level, r"(?:\bERROR\b|\bFATAL\b|\bCRITICAL\b|^E\d{4} \d\d:\d\d:\d\d)", 256),
+    InternalPattern(
+        Internal.fatal_signal,
+        r"(?:Signal \d+ \(SIG[A-Z]+\) received by PID|Segmentation fault|core dumped|\bAborted\b|"
+        r"exited on signal \d+|\bKilled\b|Fatal Python error)",
+        256,
+    ),
+    InternalPattern(Internal.exit_code, r"(?:exitcode\s*:\s*-?\d+|exit(?:ed with)? (?:code|status)[: ]+-?\d+)", 256),
+    InternalPattern(Internal.root_cause_report, r"Root Cause \(first observed failure\)", 16, context=True),
+    InternalPattern(
+        Internal.watchdog_seq,
+        r"(?:SeqNum=\d+|last enqueued (?:NCCL )?work: -?\d+, last completed (?:NCCL )?work: -?\d+)",
+        4096,
+    ),
+    InternalPattern(
+        Internal.version,
+        r"(?:\btorch(?:\.__version__)?\s*(?:version)?\s*[:=]?\s*v?\d+\.\d+\.\d+|PyTorch version:? \d|"
+        r"NCCL version \d+\.\d+\.\d+|Driver Version: ?\d+|CUDA Version:? ?\d+|CUDA used to build PyTorch: \d|"
+        r"DeepSpeed info: version=|\bdeepspeed(?:\s+version)?\s*[:=]\s*\d|transformers(?:\s+version)?\s*[:=]\s*\d|"
+        r"Python version:? \d|ROCM used to build PyTorch|\bvllm\s+version)",
+        24,
+    ),
+    InternalPattern(
+        Internal.gpu_model,
+        r"(?:NVIDIA (?:[A-Z]\d{2,4}|GeForce|RTX|Tesla|A100|H100|H200|B200|GB200|L40|L4)\b|AMD Instinct MI\d+)",
+        8,
+    ),
+    InternalPattern(
+        Internal.completion,
+        r"(?:Training completed\.|`Trainer\.fit` stopped|'train_runtime'|\btrain_runtime\s*=|Finished training|"
+        r"training (?:finished|complete)|\bdone training\b|Training finished)",
+        16,
+    ),
+    InternalPattern(
+        Internal.metric_nonfinite,
+        r"(?i)(?:loss|grad[_ ]?norm)['\"]?\s*[:=]?\s*['\"]?[-+]?(?:nan|inf)\b",
+        256,
+    ),
+)

@@ -1,0 +1,156 @@
+"""One pass over a source: Hyperscan reports matches, Python touches only those lines.
+
+The output is bounded by the caps of the patterns (hits kept per source), never by
+the size of the log: a 10 GB log with one error yields a handful of `LineHit`s plus
+counters.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from traintriage.ingest.chunks import ReadProblem, iter_chunks
+from traintriage.ingest.sources import Source
+from traintriage.match.compiler import CONTEXT_HITS, Scanner
+from traintriage.parse.metrics import MetricPoint, MetricSampler
+
+ANSI_ESCAPE = re.compile(rb"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
+MAX_TEXT = 4000
+CONTEXT_BEFORE = 40
+CONTEXT_AFTER = 12
+TAIL_LINES = 40
+
+
+@dataclass
+class LineHit:
+    """A line that matched one or more patterns, with its neighbours when asked for."""
+
+    source: int
+    line: int
+    text: str
+    patterns: list[int]
+    before: list[str] = field(default_factory=list)
+    after: list[str] = field(default_factory=list)
+
+
+@dataclass
+class SourceScan:
+    source: int
+    lines: int = 0
+    bytes: int = 0
+    hits: list[LineHit] = field(default_factory=list)
+    counts: dict[int, int] = field(default_factory=lambda: defaultdict(int))
+    metrics: list[MetricPoint] = field(default_factory=list)
+    tail: list[str] = field(default_factory=list)
+    problems: list[ReadProblem] = field(default_factory=list)
+    tail_time: float | None = None
+
+
+def decode_line(raw: bytes, hit_offset: int | None = None) -> str:
+    """Bytes of one line to text: tolerant UTF-8, no CR, the `\\r` segment that holds the hit."""
+    if b"\r" in raw:
+        if hit_offset is not None:
+            start = raw.rfind(b"\r", 0, max(hit_offset, 0)) + 1
+            end = raw.find(b"\r", max(hit_offset, 0))
+            segment = raw[start : end if end >= 0 else len(raw)]
+            raw = segment if segment.strip() else raw.replace(b"\r", b"")
+        else:
+            parts = [p for p in raw.split(b"\r") if p.strip()]
+            raw = parts[-1] if parts else b""
+    if len(raw) > MAX_TEXT:
+        raw = raw[:MAX_TEXT] + b" ..."
+    return raw.decode("utf-8", "replace")
+
+
+def _line_bounds(chunk: bytes, offset: int) -> tuple[int, int]:
+    start = chunk.rfind(b"\n", 0, offset) + 1
+    end = chunk.find(b"\n", offset)
+    return start, (end if end >= 0 else len(chunk))
+
+
+def _context(chunk: bytes, start: int, end: int) -> tuple[list[str], list[str]]:
+    before: list[bytes] = []
+    position = start
+    while position > 0 and len(before) < CONTEXT_BEFORE:
+        previous = chunk.rfind(b"\n", 0, position - 1) + 1
+        before.append(chunk[previous : position - 1])
+        position = previous
+    before.reverse()
+    after: list[bytes] = []
+    position = end + 1
+    while position < len(chunk) and len(after) < CONTEXT_AFTER:
+        following = chunk.find(b"\n", position)
+        following = following if following >= 0 else len(chunk)
+        after.append(chunk[position:following])
+        position = following + 1
+    return [decode_line(b) for b in before], [decode_line(a) for a in after]
+
+
+def scan_source(index: int, source: Source, scanner: Scanner, chunk_size: int | None = None) -> SourceScan:
+    result = SourceScan(source=index)
+    table = scanner.table
+    kept: dict[int, int] = defaultdict(int)
+    with_context: dict[int, int] = defaultdict(int)
+    sampler = MetricSampler()
+    matches: list[tuple[int, int]] = []
+
+    def on_match(pattern: int, start: int, end: int, flags: int, context: object) -> bool | None:
+        matches.append((end, pattern))
+        return None
+
+    stream = source.open()
+    line_base = 0
+    previous_tail = b""
+    try:
+        chunks = iter_chunks(stream, source.name, result.problems, **({"chunk_size": chunk_size} if chunk_size else {}))
+        for chunk in chunks:
+            if b"\x1b" in chunk:
+                chunk = ANSI_ESCAPE.sub(b"", chunk)
+            result.bytes += len(chunk)
+            matches.clear()
+            scanner.database.scan(chunk, match_event_handler=on_match)
+            matches.sort()
+            counted_to = 0
+            lines_before = 0
+            last_start = -1
+            current: LineHit | None = None
+            for end, pattern in matches:
+                result.counts[pattern] += 1
+                if kept[pattern] >= table[pattern].cap:
+                    continue
+                start, stop = _line_bounds(chunk, max(end - 1, 0))
+                if start == last_start and current is not None:
+                    if pattern not in current.patterns:
+                        current.patterns.append(pattern)
+                        kept[pattern] += 1
+                    continue
+                lines_before += chunk.count(b"\n", counted_to, start)
+                counted_to = start
+                kept[pattern] += 1
+                current = LineHit(
+                    source=index,
+                    line=line_base + lines_before + 1,
+                    text=decode_line(chunk[start:stop], end - 1 - start),
+                    patterns=[pattern],
+                )
+                last_start = start
+                if table[pattern].context and with_context[pattern] < CONTEXT_HITS:
+                    with_context[pattern] += 1
+                    current.before, current.after = _context(previous_tail + chunk, start + len(previous_tail),
+                                                             stop + len(previous_tail))
+                result.hits.append(current)
+            sampler.feed(chunk, line_base, index, result.metrics)
+            line_base += chunk.count(b"\n")
+            if not chunk.endswith(b"\n"):
+                line_base += 1
+            previous_tail = chunk[-65536:]
+            previous_tail = previous_tail[previous_tail.find(b"\n") + 1 :]
+    finally:
+        if source.path is not None:
+            stream.close()
+    result.lines = line_base
+    tail = [decode_line(line) for line in previous_tail.split(b"\n")[-TAIL_LINES - 1 :]]
+    result.tail = [t for t in tail if t.strip()][-TAIL_LINES:]
+    return result

@@ -1,0 +1,68 @@
+"""torchrun's failure report: the `Root Cause (first observed failure)` block.
+
+    Root Cause (first observed failure):
+    [0]:
+      time      : 2024-05-01_10:02:11
+      host      : node7
+      rank      : 3 (local_rank: 3)
+      exitcode  : 1 (pid: 4412)
+      error_file: /tmp/torchelastic_x/none_y/attempt_0/3/error.json
+      traceback : Traceback (most recent call last): ...
+
+It only sees its own node's workers, and without an error file its time is the
+agent's detection time, so the analysis weighs it against the workers' own lines.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import datetime, timezone
+
+_FIELD = re.compile(r"^\s*(time|host|rank|exitcode|error_file|traceback)\s*:\s*(.*)$")
+_RANK = re.compile(r"(-?\d+)(?: \(local_rank: (\d+)\))?")
+_EXIT = re.compile(r"(-?\d+)(?: \(pid: (\d+)\))?")
+
+
+@dataclass(frozen=True)
+class FailureReport:
+    rank: int | None
+    local_rank: int | None
+    host: str | None
+    exitcode: int | None
+    time: datetime | None
+    error_file: str | None
+    traceback: str | None
+    has_error_file: bool
+
+
+def parse_root_cause(after: list[str]) -> FailureReport | None:
+    fields: dict[str, str] = {}
+    for text in after[:12]:
+        body = re.sub(r"^(?:\[[^\]]*\]:?\s*)+", "", text)
+        match = _FIELD.match(body)
+        if match and match.group(1) not in fields:
+            fields[match.group(1)] = match.group(2).strip()
+        elif fields and body.strip().startswith("====="):
+            break
+    if "rank" not in fields:
+        return None
+    rank_match = _RANK.match(fields["rank"])
+    exit_match = _EXIT.match(fields.get("exitcode", ""))
+    stamp = None
+    if "time" in fields:
+        try:
+            stamp = datetime.strptime(fields["time"], "%Y-%m-%d_%H:%M:%S").replace(tzinfo=timezone.utc)
+        except ValueError:
+            stamp = None
+    error_file = fields.get("error_file")
+    return FailureReport(
+        rank=int(rank_match.group(1)) if rank_match else None,
+        local_rank=int(rank_match.group(2)) if rank_match and rank_match.group(2) else None,
+        host=fields.get("host"),
+        exitcode=int(exit_match.group(1)) if exit_match else None,
+        time=stamp,
+        error_file=error_file,
+        traceback=fields.get("traceback"),
+        has_error_file=bool(error_file) and error_file != "<N/A>",
+    )
