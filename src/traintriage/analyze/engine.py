@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-from collections import defaultdict
 from dataclasses import dataclass
 
 from traintriage.analyze import curves, refine
@@ -13,7 +12,7 @@ from traintriage.analyze.scoring import Candidate, rank_candidates, score_entrie
 from traintriage.analyze.timing import hang_finding
 from traintriage.kb.loader import KnowledgeBase
 from traintriage.kb.schema import Entry, Nature
-from traintriage.match.compiler import PatternKind, Scanner
+from traintriage.match.compiler import Scanner
 from traintriage.match.internal import Internal
 from traintriage.match.scan import SourceScan
 from traintriage.parse.environment import extract_environment
@@ -69,7 +68,9 @@ def analyze(
     anomalies = [f for f in findings if f is not None]
 
     refine.apply(candidates, kb)
-    hang = hang_finding(observations, scans, scanner, points, candidates)
+    timeouts = _internal(observations, scanner, Internal.collective_timeout)
+    faulty = _internal(observations, scanner, Internal.faulty_rank)
+    hang = hang_finding(timeouts, faulty, scans, points, candidates, seen_ranks)
     if hang is not None and "training-hang" in kb.entries:
         candidates["training-hang"] = _synthetic("training-hang", hang.score, hang.observation, hang.detail)
     straggling = curves.straggler(points)
@@ -87,8 +88,7 @@ def analyze(
     reports = _reports(observations, scanner)
     signalled = [o for o in _internal(observations, scanner, Internal.fatal_signal)
                  if not _COLLATERAL_SIGNAL.search(o.hit.text)]
-    watchdog = _watchdog(observations, candidates)
-    suspects = suspects_for(root, signalled, reports, watchdog, seen_ranks)
+    suspects = suspects_for(root, signalled, reports, timeouts, faulty, seen_ranks)
     if root is not None and root.entry_id == "training-hang" and hang is not None and hang.rank is not None:
         suspects.insert(0, SuspectRank(hang.rank, None, hang.detail))
     initiating = _initiating(root, suspects, seen_ranks)
@@ -163,11 +163,6 @@ def _reports(observations: list[Observation], scanner: Scanner) -> list[FailureR
     return reports
 
 
-def _watchdog(observations: list[Observation], candidates: dict[str, Candidate]) -> list[Observation]:
-    timeout = candidates.get("nccl-watchdog-timeout")
-    return timeout.roots if timeout else []
-
-
 def _initiating(root: Candidate | None, suspects: list[SuspectRank], seen: set[int]) -> int | None:
     if root is None:
         return None
@@ -222,15 +217,3 @@ def _confidence(ranked: list[Candidate]) -> dict[str, float]:
     top_confidence = min(0.99, top * (0.72 + 0.28 * min(1.0, margin / 0.3)))
     scale = top_confidence / top if top > 0 else 0.0
     return {c.entry_id: round(min(0.99, c.score * scale), 2) for c in ranked}
-
-
-def group_ranks(observations: list[Observation]) -> dict[str, list[int]]:
-    ranks: dict[str, set[int]] = defaultdict(set)
-    for observation in observations:
-        if observation.rank is not None:
-            ranks[observation.source_name].add(observation.rank)
-    return {k: sorted(v) for k, v in ranks.items()}
-
-
-def signature_patterns(scanner: Scanner) -> list[int]:
-    return [i for i, p in enumerate(scanner.table) if p.kind is PatternKind.signature]

@@ -17,6 +17,8 @@ from traintriage.analyze.observations import Observation
 from traintriage.analyze.scoring import Candidate
 from traintriage.parse.torchrun import FailureReport
 
+_FAULTY = re.compile(r"(?:check rank (\d+) logs for faulty rank|Rank (\d+) failed to pass monitoredBarrier|"
+                     r"waiting for send/recv from rank (\d+))")
 _LAST_COMPLETED = re.compile(r"last completed (?:NCCL )?work: (-?\d+)")
 _SEQ = re.compile(r"SeqNum=(\d+)")
 
@@ -39,6 +41,19 @@ def earliest_rank(observations: list[Observation]) -> Observation | None:
     if len(sources) == 1:
         return min(ranked, key=lambda o: o.hit.line)
     return None
+
+
+def named_faulty_rank(faulty: list[Observation]) -> SuspectRank | None:
+    """A rank that its peers name as faulty (gloo monitoredBarrier, TORCH_DISTRIBUTED_DEBUG)."""
+    named: dict[int, int] = defaultdict(int)
+    for observation in faulty:
+        match = _FAULTY.search(observation.hit.text)
+        if match:
+            named[int(next(g for g in match.groups() if g is not None))] += 1
+    if not named:
+        return None
+    rank = max(named, key=lambda r: named[r])
+    return SuspectRank(rank, None, f"named as the faulty rank by its peers ({named[rank]} lines)")
 
 
 def watchdog_laggard(watchdog: list[Observation], seen: set[int]) -> SuspectRank | None:
@@ -67,9 +82,13 @@ def suspects_for(
     failed_by_signal: list[Observation],
     reports: list[FailureReport],
     watchdog: list[Observation],
+    faulty: list[Observation],
     seen: set[int],
 ) -> list[SuspectRank]:
     found: list[SuspectRank] = []
+    named = named_faulty_rank(faulty)
+    if named is not None:
+        found.append(named)
     if root is not None:
         first = earliest_rank(root.roots)
         if first is not None:

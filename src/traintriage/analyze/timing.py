@@ -1,9 +1,9 @@
 """Hangs: the run stopped making progress without an error of its own.
 
-Signs, any of which suffice with no crash to explain them: ranks report a collective
-timeout while one rank is silent or lags in sequence numbers; or the last training
-step is followed only by watchdog/heartbeat lines or by nothing, for far longer than
-the step time.
+Signs, any of which suffice when no crash explains them: ranks report a collective
+timeout while one rank is named by its peers, lags in sequence numbers or stays
+silent; or the last training step is followed only by waiting, stack dumps, or
+nothing, for far longer than the step time.
 """
 
 from __future__ import annotations
@@ -13,16 +13,16 @@ from dataclasses import dataclass
 from statistics import median
 
 from traintriage.analyze.observations import Observation
-from traintriage.analyze.ranks import watchdog_laggard
+from traintriage.analyze.ranks import named_faulty_rank, watchdog_laggard
 from traintriage.analyze.scoring import Candidate
 from traintriage.kb.schema import Nature
-from traintriage.match.compiler import Scanner
 from traintriage.match.scan import SourceScan
 from traintriage.parse.metrics import MetricPoint
 
 HANG_FACTOR = 20.0
-_TIMEOUT_ENTRIES = ("nccl-watchdog-timeout", "gloo-collective-timeout", "store-connection-lost")
-_WAITING = re.compile(r"(?i)(?:watchdog|heartbeat|timed? ?out|timeout|waiting|stuck|hang|dump|faulthandler|Thread 0x)")
+CRASH_SCORE = 0.5
+_WAITING = re.compile(r"(?i)(?:watchdog|heartbeat|timed? ?out|timeout|waiting|stuck|hang|dump|faulthandler|"
+                      r"Thread 0x|most recent call first|SIGTERM)")
 
 
 @dataclass(frozen=True)
@@ -33,29 +33,38 @@ class HangFinding:
     observation: Observation | None
 
 
+def is_crash(candidate: Candidate, timeouts: set[int]) -> bool:
+    """A root-natured class with at least one line that is not itself a collective timeout."""
+    if candidate.nature is not Nature.root or candidate.score < CRASH_SCORE:
+        return False
+    return any(o.order not in timeouts for o in candidate.roots)
+
+
 def hang_finding(
-    observations: list[Observation],
+    timeouts: list[Observation],
+    faulty: list[Observation],
     scans: list[SourceScan],
-    scanner: Scanner,
     points: list[MetricPoint],
     candidates: dict[str, Candidate],
+    seen: set[int],
 ) -> HangFinding | None:
-    crash = [c for c in candidates.values() if c.nature is Nature.root and c.score >= 0.5]
-    if crash:
+    timeout_ids = {o.order for o in timeouts}
+    if any(is_crash(c, timeout_ids) for c in candidates.values()):
         return None
-    timeouts = [o for key in _TIMEOUT_ENTRIES if key in candidates for o in candidates[key].roots]
-    seen = {o.rank for o in observations if o.rank is not None} | {p.rank for p in points if p.rank is not None}
     last_step = max((p.step for p in points if p.step is not None), default=None)
     step_note = f"; last step reached {last_step}" if last_step is not None else ""
     if timeouts:
+        first = min(timeouts, key=lambda o: o.sort_key)
+        named = named_faulty_rank(faulty)
+        if named is not None:
+            return HangFinding(0.85, named.rank, f"rank {named.rank}: {named.reason}{step_note}", first)
         laggard = watchdog_laggard(timeouts, seen)
         if laggard is not None:
-            first = min(timeouts, key=lambda o: o.sort_key)
             return HangFinding(0.85, laggard.rank, f"rank {laggard.rank}: {laggard.reason}{step_note}", first)
     stalled = _stalled_after_progress(scans, points)
     if stalled is not None:
-        rank = _behind_rank(points)
-        return HangFinding(0.75 if timeouts else 0.7, rank, stalled + step_note, None)
+        return HangFinding(0.75 if timeouts else 0.7, _behind_rank(points), stalled + step_note,
+                           min(timeouts, key=lambda o: o.sort_key) if timeouts else None)
     return None
 
 
@@ -66,14 +75,14 @@ def _stalled_after_progress(scans: list[SourceScan], points: list[MetricPoint]) 
         gaps = [b - a for a, b in zip(timed, timed[1:], strict=False) if b > a]
         step = median(gaps) if gaps else 0.0
         last_seen = max((s.tail_time for s in scans if s.tail_time is not None), default=None)
-        if last_seen is not None and step > 0 and last_seen - timed[-1] > HANG_FACTOR * step and last_seen - timed[-1] > 30:
+        if last_seen is not None and step > 0 and last_seen - timed[-1] > max(HANG_FACTOR * step, 30.0):
             return f"no progress for {last_seen - timed[-1]:.0f}s after the last step (step time {step:.2g}s)"
     if not points:
         return None
     tails = [line for scan in scans for line in scan.tail[-15:]]
     waiting = [t for t in tails if _WAITING.search(t)]
-    if len(waiting) >= 2 and len(waiting) >= len(tails) // 3:
-        return "the log ends with only watchdog/timeout/stack-dump lines after the last step"
+    if len(waiting) >= 3 and len(waiting) >= len(tails) // 2:
+        return "the log ends with only watchdog, timeout or stack-dump lines after the last step"
     return None
 
 

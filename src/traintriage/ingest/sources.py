@@ -17,13 +17,13 @@ import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO, Union
+from typing import BinaryIO
 
 from traintriage.errors import BinaryInputError, InputError, UsageError
 
 STDIN = "-"
 _SNIFF_BYTES = 8192
-ByteStream = Union[io.BufferedIOBase, io.RawIOBase, BinaryIO]
+ByteStream = io.BufferedIOBase | io.RawIOBase | BinaryIO
 _COMPRESSED = frozenset({".gz", ".bz2", ".xz", ".lzma", ".zst"})
 _SKIPPED_SUFFIXES = frozenset({".json", ".pt", ".bin", ".safetensors", ".pkl", ".npy", ".png", ".jpg", ".pyc"})
 
@@ -97,7 +97,7 @@ def _open_maybe_compressed(path: Path) -> ByteStream:
     if suffix == ".zst":
         import zstandard
 
-        reader: ByteStream = zstandard.ZstdDecompressor().stream_reader(open(path, "rb"), read_across_frames=True)
+        reader: ByteStream = zstandard.ZstdDecompressor().stream_reader(open(path, "rb"), read_across_frames=True)  # noqa: SIM115
         return reader
     return open(path, "rb", buffering=0)
 

@@ -87,7 +87,6 @@ def load_entries(root: Path = ENTRIES_DIR) -> KnowledgeBase:
             raise KnowledgeBaseError(f"duplicate id '{entry.id}' in {path} and {paths[entry.id]}")
         entries[entry.id] = entry
         paths[entry.id] = path
-    check_links(entries)
     return KnowledgeBase(entries=entries, files=paths, digest=digest_of(files))
 
 

@@ -23,6 +23,9 @@ class Internal(str, Enum):
     gpu_model = "gpu-model"
     completion = "completion"
     metric_nonfinite = "metric-nonfinite"
+    collective_timeout = "collective-timeout"
+    faulty_rank = "faulty-rank"
+    stack_dump = "stack-dump"
 
 
 @dataclass(frozen=True)
@@ -73,6 +76,25 @@ INTERNAL_PATTERNS: tuple[InternalPattern, ...] = (
         r"(?:Training completed\.|`Trainer\.fit` stopped|'train_runtime'|\btrain_runtime\s*=|Finished training|"
         r"training (?:finished|complete)|\bdone training\b|Training finished)",
         16,
+    ),
+    InternalPattern(
+        Internal.collective_timeout,
+        r"(?:Watchdog caught collective operation timeout|Timed out waiting \d+ ?ms for (?:send|recv) operation|"
+        r"failed to pass monitoredBarrier|successfully reached monitoredBarrier, but received errors|"
+        r"collective operation timeout|Some NCCL operations have failed or timed out)",
+        4096,
+    ),
+    InternalPattern(
+        Internal.faulty_rank,
+        r"(?:check rank \d+ logs for faulty rank|Rank \d+ failed to pass monitoredBarrier|"
+        r"waiting for send/recv from rank \d+)",
+        256,
+    ),
+    InternalPattern(
+        Internal.stack_dump,
+        r"(?:^Current thread 0x[0-9a-f]+ \(most recent call first\)|Thread 0x[0-9a-f]+ \(most recent call first\)|"
+        r"Stack dump of)",
+        64,
     ),
     InternalPattern(
         Internal.metric_nonfinite,

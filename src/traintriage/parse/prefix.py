@@ -18,7 +18,7 @@ _RANK_PREFIXES = (
     re.compile(r"(\d{1,5}): (?=\S)"),  # srun --label
     re.compile(r"\[PG [^\]]*Rank (\d+)\]\s?"),  # ProcessGroupNCCL messages
 )
-_HOST_PREFIX = re.compile(r"([a-z][a-z0-9]*(?:[-.][a-z0-9]+)*\d[a-z0-9]*(?:[-.][a-z0-9]+)*): (?=\S)")
+_HOST_PREFIX = re.compile(r"([a-z][a-z0-9.-]*\d[a-z0-9.-]*): (?=\S)")
 _NCCL_HOST = re.compile(r"([A-Za-z0-9][\w.-]*):(\d+):(\d+) \[(\d+)\] NCCL ")
 _ISO = re.compile(
     r"\[?(\d{4})-(\d\d)-(\d\d)[T _](\d\d):(\d\d):(\d\d)(?:[.,](\d{1,9}))?(Z|[+-]\d\d:?\d\d)?\]?"

@@ -1,0 +1,162 @@
+"""`make bench`: wall time, throughput and peak RSS of `traintriage diagnose`, next to
+baselines measured in the same run on the same files (`rg -c -i error`, `wc -l`, plain
+Python reading the file). Figures are ratios because these machines are noisy.
+Writes benchmarks/RESULTS.md.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+WORK = HERE / "work"
+BIN = Path(sys.executable).parent
+TOOL = str(BIN / "traintriage")
+GIB = 1 << 30
+
+sys.path.insert(0, str(HERE))
+from workloads import FAILING_RANK, write_console_log, write_rank_dir, write_small_crash  # noqa: E402
+
+_RSS_WRAPPER = (
+    "import resource, subprocess, sys, time; t = time.perf_counter(); "
+    "r = subprocess.run(sys.argv[1:], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL); "
+    "w = time.perf_counter() - t; "
+    "sys.stderr.write('%f %d %d\\n' % (w, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, r.returncode)); "
+    "sys.stdout.buffer.write(r.stdout)"
+)
+
+
+@dataclass
+class Measure:
+    seconds: float
+    rss_mb: float
+    stdout: bytes
+
+
+def measure(command: list[str], repeat: int = 1) -> Measure:
+    runs = []
+    for _ in range(repeat):
+        result = subprocess.run([sys.executable, "-c", _RSS_WRAPPER, *command], capture_output=True, check=False)
+        seconds, rss_kb, _ = result.stderr.decode().split()
+        runs.append(Measure(float(seconds), int(rss_kb) / 1024, result.stdout))
+    best = sorted(runs, key=lambda m: m.seconds)[len(runs) // 2]
+    return best
+
+
+def size_of(path: Path) -> int:
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file()) if path.is_dir() else path.stat().st_size
+
+
+def ensure_ripgrep() -> str | None:
+    found = shutil.which("rg")
+    if found:
+        return found
+    subprocess.run(["apt-get", "install", "-y", "-q", "ripgrep"], capture_output=True, check=False)
+    return shutil.which("rg")
+
+
+def prepare() -> dict[str, Path]:
+    WORK.mkdir(exist_ok=True)
+    size = int(float(os.environ.get("BENCH_GB", "2")) * GIB)
+    files = {
+        "big": WORK / f"console-64rank-{size >> 20}MB.log",
+        "half": WORK / f"console-64rank-{size >> 21}MB.log",
+        "dir": WORK / "ranks-1024x2MB",
+        "small": WORK / "crash-100KB.log",
+    }
+    for key, target in (("big", size), ("half", size // 2)):
+        if not files[key].exists():
+            print(f"generating {files[key].name} ...", flush=True)
+            write_console_log(files[key], target)
+    if not files["dir"].exists():
+        print("generating 1024 rank files ...", flush=True)
+        write_rank_dir(files["dir"], 1024, 2 << 20, FAILING_RANK)
+    if not files["small"].exists():
+        write_small_crash(files["small"])
+    return files
+
+
+def baselines(path: Path, rg: str | None) -> dict[str, float]:
+    out: dict[str, float] = {}
+    targets = [str(p) for p in sorted(path.rglob("*.log"))] if path.is_dir() else [str(path)]
+    if rg:
+        out["rg -c -i error"] = measure([rg, "-c", "-i", "error", *([str(path)] if path.is_dir() else targets)]).seconds
+    out["wc -l"] = measure(["wc", "-l", *targets]).seconds if not path.is_dir() else \
+        measure(["sh", "-c", f"cat {path}/*.log | wc -l"]).seconds
+    read = "import sys\nfor p in sys.argv[1:]:\n    with open(p, 'rb') as f:\n        for _ in f: pass"
+    out["python for-line read"] = measure([sys.executable, "-c", read, *targets]).seconds
+    return out
+
+
+def main() -> None:
+    rg = ensure_ripgrep()
+    files = prepare()
+    subprocess.run([TOOL, "kb", "list"], capture_output=True, check=False)  # warm the KB cache
+    rows = []
+    details = {}
+    for key in ("big", "half", "dir", "small"):
+        path = files[key]
+        size = size_of(path)
+        repeat = 5 if key == "small" else 1
+        tool = measure([TOOL, "diagnose", "--format", "json", str(path)], repeat=repeat)
+        diagnosis = json.loads(tool.stdout or b"{}")
+        base = baselines(path, rg)
+        rg_time = base.get("rg -c -i error")
+        rows.append({
+            "workload": path.name, "MB": size / (1 << 20), "seconds": tool.seconds,
+            "MB/s": size / (1 << 20) / tool.seconds, "rss": tool.rss_mb,
+            "vs rg": tool.seconds / rg_time if rg_time else float("nan"),
+            "root": (diagnosis.get("root_cause") or {}).get("id"), "rank": diagnosis.get("initiating_rank"),
+            **{f"{k} s": v for k, v in base.items()},
+        })
+        details[key] = tool
+        print(json.dumps(rows[-1], default=str), flush=True)
+    mask_row = None
+    if os.environ.get("BENCH_MASK", "1") == "1":
+        masked = measure(["sh", "-c", f"{TOOL} mask - < {files['half']} > /dev/null"])
+        mask_row = size_of(files["half"]) / (1 << 20) / masked.seconds
+    write_results(rows, mask_row, rg is not None)
+
+
+def write_results(rows: list[dict[str, object]], mask_mbs: float | None, have_rg: bool) -> None:
+    cpu = "unknown"
+    with contextlib.suppress(OSError, StopIteration):
+        cpu = next(line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                   if line.startswith("model name"))
+    lines = [
+        "# Benchmark results",
+        "",
+        f"Machine: {platform.machine()}, {os.cpu_count()} cores ({cpu}), Python {platform.python_version()}, "
+        f"{time.strftime('%Y-%m-%d')}. Produced by `make bench`; ratios are against baselines measured in the same run.",
+        "",
+        "| workload | MB | traintriage s | MB/s | peak RSS MB | × rg -c -i error | wc -l s | python read s | root cause | initiating rank |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for row in rows:
+        lines.append(
+            f"| {row['workload']} | {row['MB']:.0f} | {row['seconds']:.2f} | {row['MB/s']:.0f} | {row['rss']:.0f} | "
+            f"{row['vs rg']:.2f} | {row.get('wc -l s', float('nan')):.2f} | {row.get('python for-line read s', float('nan')):.2f} | "
+            f"{row['root']} | {row['rank']} |"
+        )
+    if mask_mbs is not None:
+        lines += ["", f"Masking (`traintriage mask -`, streaming) on the half-size console log: {mask_mbs:.0f} MB/s."]
+    if not have_rg:
+        lines += ["", "ripgrep was not available; the rg column is empty."]
+    small = [r for r in rows if str(r["workload"]).startswith("crash")]
+    if small:
+        lines += ["", f"Small-log CLI wall time (median of 5, KB cache warm): {float(small[0]['seconds']) * 1000:.0f} ms."]
+    (HERE / "RESULTS.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,67 @@
+"""Inputs: per-rank names, directories, archives, and the inputs that must fail cleanly."""
+
+from __future__ import annotations
+
+import gzip
+from pathlib import Path
+
+import pytest
+
+from traintriage.errors import BinaryInputError, InputError, UsageError
+from traintriage.ingest.chunks import ReadProblem, iter_chunks
+from traintriage.ingest.sources import discover, rank_from_path
+
+
+@pytest.mark.parametrize(
+    ("name", "rank"),
+    [
+        ("rank3.log", 3), ("rank_3.out", 3), ("worker-3.log", 3), ("logs/run/attempt_0/3/stderr.log", 3),
+        ("slurm-4412-7.out", 7), ("job.log", None), ("train.py.log", None),
+    ],
+)
+def test_rank_from_file_names(name: str, rank: int | None) -> None:
+    assert rank_from_path(name) == rank
+
+
+def test_directory_of_rank_files_keeps_ranks(tmp_path: Path) -> None:
+    for rank in range(3):
+        (tmp_path / f"rank{rank}.log").write_text(f"hello from {rank}\n")
+    (tmp_path / "model.safetensors").write_bytes(b"\x00\x01")
+    sources = discover([str(tmp_path)])
+    assert [s.rank for s in sources] == [0, 1, 2]
+
+
+def test_binary_file_is_refused_with_its_name(tmp_path: Path) -> None:
+    path = tmp_path / "core.bin.log"
+    path.write_bytes(b"\x7fELF\x00\x00\x01")
+    with pytest.raises(BinaryInputError, match="core.bin.log"):
+        discover([str(path)])
+
+
+def test_missing_file_and_no_input() -> None:
+    with pytest.raises(InputError, match="no such file"):
+        discover(["/nonexistent/x.log"])
+    with pytest.raises(UsageError):
+        discover([])
+
+
+def test_truncated_gzip_yields_what_was_readable(tmp_path: Path) -> None:
+    data = gzip.compress(b"".join(b"line %d\n" % i for i in range(20000)))
+    path = tmp_path / "cut.log.gz"
+    path.write_bytes(data[: len(data) // 2])
+    source = discover([str(path)])[0]
+    problems: list[ReadProblem] = []
+    with source.open() as stream:
+        text = b"".join(iter_chunks(stream, source.name, problems, chunk_size=4096))
+    assert text.startswith(b"line 0\n")
+    assert problems and "ends early" in problems[0].message
+
+
+def test_chunks_end_on_line_breaks_and_cut_endless_lines(tmp_path: Path) -> None:
+    path = tmp_path / "a.log"
+    path.write_bytes(b"short\n" + b"x" * 50000 + b"\nlast")
+    problems: list[ReadProblem] = []
+    with open(path, "rb") as stream:
+        chunks = list(iter_chunks(stream, "a.log", problems, chunk_size=1000))
+    assert b"".join(chunks) == path.read_bytes()
+    assert all(c.endswith(b"\n") for c in chunks[:-1])

@@ -1,0 +1,55 @@
+"""Launcher and logger prefixes as the real tools print them."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+import pytest
+
+from traintriage.parse.prefix import parse_prefix
+
+
+@pytest.mark.parametrize(
+    ("line", "rank", "message_start"),
+    [
+        ("[rank3]: torch.OutOfMemoryError: CUDA out of memory.", 3, "torch.OutOfMemoryError"),
+        ("[default5]:Traceback (most recent call last):", 5, "Traceback"),
+        ("[default12]:[rank12]: RuntimeError: boom", 12, "RuntimeError"),
+        ("3: RuntimeError: CUDA error: an illegal memory access was encountered", 3, "RuntimeError"),
+        ("[1,3]<stderr>:RuntimeError: x", 3, "RuntimeError"),
+        ("[PG ID 0 PG GUID 0(default_pg) Rank 6] Watchdog caught collective operation timeout", 6, "Watchdog"),
+    ],
+)
+def test_rank_prefixes(line: str, rank: int, message_start: str) -> None:
+    prefix = parse_prefix(line)
+    assert prefix.rank == rank
+    assert prefix.message.startswith(message_start)
+
+
+def test_pdsh_host_prefix_then_iso_time() -> None:
+    prefix = parse_prefix("worker-1: [2024-05-01 10:02:11,123] [INFO] [launch.py:351:main] Process 4412 exits successfully.")
+    assert prefix.host == "worker-1"
+    assert prefix.time == datetime(2024, 5, 1, 10, 2, 11, 123000, tzinfo=timezone.utc)
+
+
+def test_glog_time_takes_the_year_given() -> None:
+    prefix = parse_prefix("E0321 02:07:08.408271 1234 torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:607] [Rank 1] x", 2024)
+    assert prefix.time == datetime(2024, 3, 21, 2, 7, 8, 408271, tzinfo=timezone.utc)
+    assert prefix.message.startswith("torch/csrc")
+
+
+def test_nccl_warn_line_names_its_host() -> None:
+    prefix = parse_prefix("node7:4412:4490 [3] NCCL WARN NET/IB : Got completion from peer with error 12")
+    assert prefix.host == "node7"
+
+
+def test_iso_with_offset_is_normalised_to_utc() -> None:
+    prefix = parse_prefix("2024-05-01T12:02:11.500+02:00 ERROR training crashed")
+    assert prefix.time == datetime(2024, 5, 1, 10, 2, 11, 500000, tzinfo=timezone.utc)
+
+
+@pytest.mark.parametrize("line", ["RuntimeError: CUDA error: unknown error", "torch.OutOfMemoryError: CUDA out of memory."])
+def test_exception_names_are_not_hosts(line: str) -> None:
+    prefix = parse_prefix(line)
+    assert prefix.host is None
+    assert prefix.message == line

@@ -1,0 +1,26 @@
+"""torchrun's `Root Cause (first observed failure)` block, as torch.distributed.elastic prints it."""
+
+from __future__ import annotations
+
+from traintriage.parse.torchrun import parse_root_cause
+
+REPORT = """[0]:
+  time      : 2024-05-01_10:02:11
+  host      : node7
+  rank      : 3 (local_rank: 3)
+  exitcode  : -11 (pid: 4412)
+  error_file: <N/A>
+  traceback : Signal 11 (SIGSEGV) received by PID 4412
+============================================================""".splitlines()
+
+
+def test_report_fields() -> None:
+    report = parse_root_cause(REPORT)
+    assert report is not None
+    assert (report.rank, report.local_rank, report.host, report.exitcode) == (3, 3, "node7", -11)
+    assert report.time is not None and report.time.hour == 10
+    assert report.has_error_file is False
+
+
+def test_report_without_rank_is_ignored() -> None:
+    assert parse_root_cause(["[0]:", "  time      : 2024-05-01_10:02:11"]) is None
