@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import pytest
 
-from traintriage.parse.metrics import MetricPoint, MetricSampler, parse_metric_line
+from traintriage.ingest.sources import Source
+from traintriage.match.compiler import load_scanner
+from traintriage.match.scan import scan_source
+from traintriage.parse.metrics import MetricSampler, parse_metric_line
 
 
 @pytest.mark.parametrize(
@@ -37,8 +41,16 @@ def test_word_loss_without_value_is_not_a_point() -> None:
     assert parse_metric_line("Using CrossEntropyLoss with label smoothing", 0, 1) is None
 
 
-def test_sampler_numbers_lines_and_reads_rank_prefix() -> None:
-    chunk = b"init\n[default1]:step 1 loss 2.0\nnoise\n[default1]:step 2 loss 1.5\n"
-    points: list[MetricPoint] = []
-    MetricSampler().feed(chunk, 100, 0, points)
-    assert [(p.line, p.rank, p.step) for p in points] == [(102, 1, 1), (104, 1, 2)]
+def test_scan_numbers_metric_lines_and_reads_rank_prefix(tmp_path: Path) -> None:
+    path = tmp_path / "run.log"
+    path.write_bytes(b"init\n[default1]:step 1 loss 2.0\nnoise\n[default1]:step 2 loss 1.5\n")
+    scan = scan_source(0, Source(name="run.log", path=path, size=path.stat().st_size), load_scanner())
+    assert [(p.line, p.rank, p.step) for p in scan.metrics] == [(2, 1, 1), (4, 1, 2)]
+
+
+def test_big_sources_are_sampled_evenly() -> None:
+    sampler = MetricSampler(source_size=400 << 20)
+    chunk = b"".join(b"step %d loss 2.0\n" % i for i in range(100_000))
+    spans = sampler.spans(chunk)
+    assert 0 < len(spans) < 200
+    assert spans[-1][0] > len(chunk) * 0.9

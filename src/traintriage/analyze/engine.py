@@ -16,7 +16,7 @@ from traintriage.match.compiler import Scanner
 from traintriage.match.internal import Internal
 from traintriage.match.scan import SourceScan
 from traintriage.parse.environment import extract_environment
-from traintriage.parse.metrics import MetricPoint
+from traintriage.parse.metrics import MetricPoint, parse_metric_line
 from traintriage.parse.torchrun import FailureReport, parse_root_cause
 from traintriage.parse.traceback import Traceback, parse_traceback
 
@@ -62,7 +62,7 @@ def analyze(
     observations: list[Observation], scans: list[SourceScan], kb: KnowledgeBase, scanner: Scanner
 ) -> Analysis:
     candidates = score_entries(observations, kb, scanner)
-    points = [p for scan in scans for p in scan.metrics]
+    points = _metric_points(observations, scans, scanner)
     seen_ranks = {o.rank for o in observations if o.rank is not None} | {p.rank for p in points if p.rank is not None}
     findings = _curve_findings(observations, scanner, points, candidates)
     anomalies = [f for f in findings if f is not None]
@@ -101,6 +101,20 @@ def analyze(
     return Analysis(ranked=ranked, root=root, collateral=collateral, suspects=suspects,
                     initiating_rank=initiating, seen_ranks=seen_ranks, anomalies=anomalies,
                     environment=environment, traceback=traceback, salient=salient, confidence=confidence)
+
+
+def _metric_points(observations: list[Observation], scans: list[SourceScan], scanner: Scanner) -> list[MetricPoint]:
+    """Sampled curve points, plus every non-finite value the scanner found exactly."""
+    points = [p for scan in scans for p in scan.metrics]
+    sampled = {(p.source, p.line) for p in points}
+    for observation in _internal(observations, scanner, Internal.metric_nonfinite):
+        key = (observation.hit.source, observation.hit.line)
+        if key in sampled:
+            continue
+        point = parse_metric_line(observation.hit.text, observation.hit.source, observation.hit.line, observation.rank)
+        if point is not None:
+            points.append(point)
+    return points
 
 
 def _has_crash(candidates: dict[str, Candidate], kb: KnowledgeBase) -> bool:

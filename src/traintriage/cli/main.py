@@ -72,6 +72,33 @@ def mask(paths: Annotated[list[str], typer.Argument(help="Log files or '-' for s
     return mask_command(paths)
 
 
+@app.command()
+def diff(
+    good: Annotated[str, typer.Argument(help="Log (file or directory) of a good run.")],
+    bad: Annotated[str, typer.Argument(help="Log (file or directory) of the failed run.")],
+    limit: Annotated[int, typer.Option("--limit", "-n", min=1, help="Most lines to show.")] = 30,
+    output_format: Annotated[OutputFormat, typer.Option("--format", "-f")] = OutputFormat.text,
+    no_mask: Annotated[bool, typer.Option("--no-mask", help="Do not mask secrets (local use only).")] = False,
+) -> int:
+    """What the failed run logged that the good run never did, most suspicious first."""
+    from traintriage.analyze.diff import diff_runs
+
+    found = diff_runs([good], [bad], limit=limit, mask=not no_mask)
+    if output_format is OutputFormat.json:
+        import json
+
+        rows = [{"kind": t.kind.value, "template": t.text, "count": t.count, "example": t.example,
+                 "source": t.source, "line": t.line, "known": t.known} for t in found]
+        _write(json.dumps(rows, indent=2, ensure_ascii=False) + "\n")
+    else:
+        for t in found:
+            known = f" [{t.known}]" if t.known else ""
+            _write(f"{t.kind.value:<12}{t.source}:{t.line} (x{t.count}){known}  {t.example.strip()[:200]}\n")
+        if not found:
+            _write("no lines in the failed run that the good run lacks\n")
+    return 0
+
+
 @kb_app.command("lint")
 def kb_lint() -> int:
     """Check the KB: schema, unique ids, RE2 patterns, examples, catalog coverage."""

@@ -44,15 +44,15 @@ def iter_chunks(
             if carry:
                 yield carry
             return
-        data = carry + block if carry else block
-        cut = data.rfind(b"\n") + 1
+        cut = block.rfind(b"\n") + 1
         if cut == 0:
-            if len(data) < MAX_LINE:
-                carry = data
-                continue
-            cut = len(data)
-        carry = data[cut:]
-        yield data[:cut]
+            carry += block
+            if len(carry) >= MAX_LINE:
+                yield carry
+                carry = b""
+            continue
+        yield carry + block[:cut] if carry else block[:cut]
+        carry = block[cut:]
 
 
 def _describe(exc: BaseException) -> str:

@@ -21,6 +21,7 @@ from traintriage import __version__
 from traintriage.errors import KnowledgeBaseError
 from traintriage.kb.schema import Entry
 
+_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 KB_ROOT = Path(__file__).resolve().parent
 ENTRIES_DIR = KB_ROOT / "entries"
 EXAMPLES_DIR = KB_ROOT / "examples"
@@ -58,7 +59,7 @@ def digest_of(files: list[Path]) -> str:
 def parse_entry(path: Path) -> Entry:
     """Validate one entry file; errors name the file and the field."""
     try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+        raw = yaml.load(path.read_text(encoding="utf-8"), Loader=_YAML_LOADER)
     except yaml.YAMLError as exc:
         raise KnowledgeBaseError(f"{path.name}: invalid YAML: {exc}") from exc
     if not isinstance(raw, dict):

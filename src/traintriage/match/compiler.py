@@ -141,3 +141,14 @@ def load_scanner() -> Scanner:
     database = compile_table(table)
     write_cache(cached, hyperscan.dumpb(database))
     return Scanner(table=table, database=database)
+
+
+def matching_patterns(scanner: Scanner, text: str) -> list[int]:
+    """Ids of the patterns that match one line of text (for a handful of lines, not a log)."""
+    found: list[int] = []
+
+    def on_match(pattern: int, start: int, end: int, flags: int, context: object) -> None:
+        found.append(pattern)
+
+    scanner.database.scan(text.encode("utf-8", "replace"), match_event_handler=on_match)
+    return found

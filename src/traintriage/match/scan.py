@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 
 from traintriage.ingest.chunks import ReadProblem, iter_chunks
 from traintriage.ingest.sources import Source
-from traintriage.match.compiler import CONTEXT_HITS, Scanner
-from traintriage.parse.metrics import MetricPoint, MetricSampler
+from traintriage.match.compiler import CONTEXT_HITS, PatternInfo, Scanner
+from traintriage.parse.metrics import MetricPoint, MetricSampler, parse_sampled
 
 ANSI_ESCAPE = re.compile(rb"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
 MAX_TEXT = 4000
@@ -89,11 +89,12 @@ def _context(chunk: bytes, start: int, end: int) -> tuple[list[str], list[str]]:
 
 
 def scan_source(index: int, source: Source, scanner: Scanner, chunk_size: int | None = None) -> SourceScan:
+    """Scan one source; one newline-count pass per chunk numbers hits and sampled metric lines."""
     result = SourceScan(source=index)
     table = scanner.table
     kept: dict[int, int] = defaultdict(int)
     with_context: dict[int, int] = defaultdict(int)
-    sampler = MetricSampler()
+    sampler = MetricSampler(source.size)
     matches: list[tuple[int, int]] = []
 
     def on_match(pattern: int, start: int, end: int, flags: int, context: object) -> bool | None:
@@ -104,45 +105,37 @@ def scan_source(index: int, source: Source, scanner: Scanner, chunk_size: int | 
     line_base = 0
     previous_tail = b""
     try:
-        chunks = iter_chunks(stream, source.name, result.problems, **({"chunk_size": chunk_size} if chunk_size else {}))
-        for chunk in chunks:
+        for chunk in iter_chunks(stream, source.name, result.problems, **({"chunk_size": chunk_size} if chunk_size else {})):
             if b"\x1b" in chunk:
                 chunk = ANSI_ESCAPE.sub(b"", chunk)
             result.bytes += len(chunk)
             matches.clear()
             scanner.database.scan(chunk, match_event_handler=on_match)
-            matches.sort()
+            events = _line_events(chunk, matches, table, kept, result.counts)
+            events.extend((start, stop, _METRIC) for start, stop in sampler.spans(chunk))
+            events.sort()
             counted_to = 0
             lines_before = 0
-            last_start = -1
             current: LineHit | None = None
-            for end, pattern in matches:
-                result.counts[pattern] += 1
-                if kept[pattern] >= table[pattern].cap:
-                    continue
-                start, stop = _line_bounds(chunk, max(end - 1, 0))
-                if start == last_start and current is not None:
-                    if pattern not in current.patterns:
-                        current.patterns.append(pattern)
-                        kept[pattern] += 1
-                    continue
+            for start, stop, pattern in events:
                 lines_before += chunk.count(b"\n", counted_to, start)
                 counted_to = start
-                kept[pattern] += 1
-                current = LineHit(
-                    source=index,
-                    line=line_base + lines_before + 1,
-                    text=decode_line(chunk[start:stop], end - 1 - start),
-                    patterns=[pattern],
-                )
-                last_start = start
-                if table[pattern].context and with_context[pattern] < CONTEXT_HITS:
+                number = line_base + lines_before + 1
+                if pattern == _METRIC:
+                    point = parse_sampled(chunk[start:stop], index, number)
+                    if point is not None:
+                        result.metrics.append(point)
+                    continue
+                if current is not None and current.line == number:
+                    current.patterns.append(pattern)
+                else:
+                    current = LineHit(source=index, line=number, text=decode_line(chunk[start:stop]), patterns=[pattern])
+                    result.hits.append(current)
+                if table[pattern].context and not current.before and with_context[pattern] < CONTEXT_HITS:
                     with_context[pattern] += 1
-                    current.before, current.after = _context(previous_tail + chunk, start + len(previous_tail),
-                                                             stop + len(previous_tail))
-                result.hits.append(current)
-            sampler.feed(chunk, line_base, index, result.metrics)
-            line_base += chunk.count(b"\n")
+                    shift = len(previous_tail)
+                    current.before, current.after = _context(previous_tail + chunk, start + shift, stop + shift)
+            line_base += lines_before + chunk.count(b"\n", counted_to)
             if not chunk.endswith(b"\n"):
                 line_base += 1
             previous_tail = chunk[-65536:]
@@ -154,3 +147,25 @@ def scan_source(index: int, source: Source, scanner: Scanner, chunk_size: int | 
     tail = [decode_line(line) for line in previous_tail.split(b"\n")[-TAIL_LINES - 1 :]]
     result.tail = [t for t in tail if t.strip()][-TAIL_LINES:]
     return result
+
+
+_METRIC = -1
+
+
+def _line_events(
+    chunk: bytes, matches: list[tuple[int, int]], table: list[PatternInfo], kept: dict[int, int], counts: dict[int, int]
+) -> list[tuple[int, int, int]]:
+    """(line start, line stop, pattern) per kept match; one entry per pattern and line."""
+    events: list[tuple[int, int, int]] = []
+    seen: set[tuple[int, int]] = set()
+    for end, pattern in matches:
+        counts[pattern] += 1
+        if kept[pattern] >= table[pattern].cap:
+            continue
+        start, stop = _line_bounds(chunk, max(end - 1, 0))
+        if (start, pattern) in seen:
+            continue
+        seen.add((start, pattern))
+        kept[pattern] += 1
+        events.append((start, stop, pattern))
+    return events

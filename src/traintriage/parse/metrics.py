@@ -2,9 +2,9 @@
 
 Formats: Hugging Face Trainer dicts (`{'loss': 2.3, 'grad_norm': 1.1, ...}`), Lightning
 progress bars (`loss=2.31`), Megatron (`iteration 100/ 1000 | ... | lm loss: 2.3E+00 |`),
-DeepSpeed, plain `step N loss X` and `key=value` lines. Curves are sampled per window
-of the input, so parsing stays a small fraction of the scan on huge logs; non-finite
-values are found exactly by the scanner itself, not by sampling.
+DeepSpeed, plain `step N loss X` and `key=value` lines. Curves are sampled evenly across
+a big input, so parsing stays a small fraction of the scan; non-finite values are found
+exactly by the scanner itself, not by sampling.
 """
 
 from __future__ import annotations
@@ -26,8 +26,7 @@ _STEP_TIME = re.compile(
 _THROUGHPUT = re.compile(r"(\d+\.?\d*)\s*(?:samples/s|tokens/s|it/s|samples/sec|tokens/sec)|"
                          r"(?:samples_per_second|tokens_per_second|throughput)['\"]?\s*[:=]\s*(\d+\.?\d*)", re.I)
 
-WINDOW = 1 << 20
-PER_WINDOW = 64
+MAX_POINTS = 4000
 SAMPLE_ABOVE = 4 << 20
 
 
@@ -90,34 +89,36 @@ def parse_metric_line(line: str, source: int, number: int, rank: int | None = No
 
 
 class MetricSampler:
-    """Every loss line of a small chunk; about PER_WINDOW evenly spaced per WINDOW of a big one."""
+    """Picks which loss lines of a chunk to parse: all of them in a small log, an evenly
+    spaced sample of about MAX_POINTS per source in a big one."""
 
-    def feed(self, chunk: bytes, line_base: int, source: int, out: list[MetricPoint]) -> None:
-        counted_to = 0
-        lines_before = 0
-        stride = WINDOW // PER_WINDOW if len(chunk) > SAMPLE_ABOVE else 0
-        for window_start in range(0, len(chunk), WINDOW):
-            window_end = min(window_start + WINDOW, len(chunk))
-            position = window_start
-            while True:
-                found = chunk.find(b"oss", position, window_end)
-                if found < 1:
-                    break
-                start = chunk.rfind(b"\n", 0, found) + 1
-                stop = chunk.find(b"\n", found)
-                stop = stop if stop >= 0 else len(chunk)
-                position = stop + 1
-                if chunk[found - 1 : found] not in (b"l", b"L"):
-                    continue
-                lines_before += chunk.count(b"\n", counted_to, start)
-                counted_to = start
-                text = chunk[start:stop].decode("utf-8", "replace")
-                if "\r" in text:
-                    text = text.rsplit("\r", 1)[-1] or text.replace("\r", "")
-                point = parse_metric_line(text, source, line_base + lines_before + 1)
-                if point is not None and point.loss is not None:
-                    out.append(point)
-                    position += stride
+    def __init__(self, source_size: int | None) -> None:
+        big = source_size is None or source_size > SAMPLE_ABOVE
+        self.stride = (source_size or SAMPLE_ABOVE * 64) // MAX_POINTS if big else 0
+
+    def spans(self, chunk: bytes) -> list[tuple[int, int]]:
+        """(start, stop) byte offsets of the sampled lines that mention a loss."""
+        found: list[tuple[int, int]] = []
+        position = 0
+        while True:
+            hit = chunk.find(b"oss", position)
+            if hit < 1:
+                return found
+            start = chunk.rfind(b"\n", 0, hit) + 1
+            stop = chunk.find(b"\n", hit)
+            stop = stop if stop >= 0 else len(chunk)
+            position = stop + 1
+            if chunk[hit - 1 : hit] in (b"l", b"L"):
+                found.append((start, stop))
+                position += self.stride
+
+
+def parse_sampled(text: bytes, source: int, number: int) -> MetricPoint | None:
+    line = text.decode("utf-8", "replace")
+    if "\r" in line:
+        line = line.rsplit("\r", 1)[-1] or line.replace("\r", "")
+    point = parse_metric_line(line, source, number)
+    return point if point is not None and point.loss is not None else None
 
 
 def is_finite(value: float | None) -> bool:
