@@ -53,3 +53,18 @@ def test_exception_names_are_not_hosts(line: str) -> None:
     prefix = parse_prefix(line)
     assert prefix.host is None
     assert prefix.message == line
+
+
+def test_pytorch_bracketed_glog_with_nanoseconds() -> None:
+    prefix = parse_prefix("[rank2]:[E304 11:22:44.883102377 ProcessGroupNCCL.cpp:1899] [PG 0 Rank 2] Process group watchdog", 2026)
+    assert prefix.rank == 2
+    assert prefix.time == datetime(2026, 3, 4, 11, 22, 44, 883102, tzinfo=timezone.utc)
+
+
+def test_dmesg_human_time_and_syslog() -> None:
+    dmesg = parse_prefix("[Wed Mar  4 11:22:41 2026] NVRM: Xid (PCI:0000:3b:00): 79, pid=1234, GPU has fallen off the bus.")
+    assert dmesg.time == datetime(2026, 3, 4, 11, 22, 41, tzinfo=timezone.utc)
+    assert dmesg.message.startswith("NVRM: Xid")
+    syslog = parse_prefix("Mar 04 11:22:41 gpu-node7 kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid=1234", 2026)
+    assert syslog.host == "gpu-node7"
+    assert syslog.time == datetime(2026, 3, 4, 11, 22, 41, tzinfo=timezone.utc)

@@ -49,6 +49,23 @@ def first_nonfinite(points: list[MetricPoint]) -> CurveFinding | None:
     return CurveFinding("loss-nan", best.rank, best.step, f"loss became {best.loss} at step {best.step}", best)
 
 
+def persistent_nonfinite_grad(points: list[MetricPoint]) -> CurveFinding | None:
+    """Grad norm NaN/Inf from some step to the end of the log, while the logged loss may
+    stay finite (HF Trainer's `logging_nan_inf_filter` hides NaN losses)."""
+    for rank, series in by_rank(points).items():
+        grads = [p for p in series if p.grad_norm is not None]
+        if len(grads) < 3 or math.isfinite(grads[-1].grad_norm or 0.0):
+            continue
+        onset = len(grads) - 1
+        while onset > 0 and not math.isfinite(grads[onset - 1].grad_norm or 0.0):
+            onset -= 1
+        if len(grads) - onset >= 3:
+            first = grads[onset]
+            return CurveFinding("loss-nan", rank, first.step,
+                                f"grad norm became {first.grad_norm} at step {first.step} and stayed non-finite", first)
+    return None
+
+
 def recovered_after(points: list[MetricPoint], finding: CurveFinding) -> bool:
     """A single non-finite value followed by finite losses on the same rank (AMP warm-up)."""
     later = [p for p in points if p.rank == finding.rank and p.line > finding.point.line and p.loss is not None]

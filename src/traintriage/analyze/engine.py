@@ -21,6 +21,7 @@ from traintriage.parse.torchrun import FailureReport, parse_root_cause
 from traintriage.parse.traceback import Traceback, parse_traceback
 
 THRESHOLD = 0.3
+EXPLAINS_MARGIN = 0.15
 _COLLATERAL_SIGNAL = re.compile(r"SIGTERM|SIGHUP|SIGINT|Signal 15\b|got signal: 15")
 
 
@@ -97,7 +98,8 @@ def analyze(
                                       + [o.hit.text for o in _internal(observations, scanner, Internal.gpu_model)])
     traceback = _root_traceback(root)
     salient = _salient(observations, scanner) if root is None else []
-    confidence = _confidence(ranked)
+    explained = {c.entry_id for c, _ in collateral}
+    confidence = _confidence([c for c in ranked if c.entry_id not in explained], ranked)
     return Analysis(ranked=ranked, root=root, collateral=collateral, suspects=suspects,
                     initiating_rank=initiating, seen_ranks=seen_ranks, anomalies=anomalies,
                     environment=environment, traceback=traceback, salient=salient, confidence=confidence)
@@ -125,7 +127,7 @@ def _curve_findings(
     observations: list[Observation], scanner: Scanner, points: list[MetricPoint], candidates: dict[str, Candidate]
 ) -> list[curves.CurveFinding | None]:
     """NaN onset and divergence become candidates when no crash explains the end."""
-    nonfinite = curves.first_nonfinite(points)
+    nonfinite = curves.first_nonfinite(points) or curves.persistent_nonfinite_grad(points)
     findings: list[curves.CurveFinding | None] = [nonfinite]
     if nonfinite is not None and not curves.recovered_after(points, nonfinite):
         observation = _observation_at(observations, nonfinite.point)
@@ -153,6 +155,7 @@ def resolve(ranked: list[Candidate], kb: KnowledgeBase) -> tuple[Candidate | Non
     if not natured_root:
         wrappers = [c for c in ranked if c.nature is Nature.collateral]
         root = wrappers[0] if wrappers else ranked[0]
+    root = _cause_of(root, ranked, kb)
     explains = _explained_by(root, kb)
     collateral: list[tuple[Candidate, str]] = []
     for candidate in ranked:
@@ -161,6 +164,19 @@ def resolve(ranked: list[Candidate], kb: KnowledgeBase) -> tuple[Candidate | Non
         if candidate.nature is not Nature.root or candidate.entry_id in explains:
             collateral.append((candidate, root.entry_id))
     return root, collateral
+
+
+def _cause_of(chosen: Candidate, ranked: list[Candidate], kb: KnowledgeBase) -> Candidate:
+    """Walk up `explains`: a near-equal candidate that explains the choice is its cause
+    (an Xid 79 explains the `unspecified launch failure` printed before it)."""
+    visited = {chosen.entry_id}
+    while True:
+        causes = [c for c in ranked if c.entry_id not in visited and chosen.entry_id in _explained_by(c, kb)
+                  and c.score >= chosen.score - EXPLAINS_MARGIN]
+        if not causes:
+            return chosen
+        chosen = causes[0]
+        visited.add(chosen.entry_id)
 
 
 def _explained_by(root: Candidate, kb: KnowledgeBase) -> set[str]:
@@ -221,12 +237,12 @@ def failure_indicated(observations: list[Observation], scanner: Scanner) -> bool
     return bool(exits or signals or tracebacks)
 
 
-def _confidence(ranked: list[Candidate]) -> dict[str, float]:
-    """Calibrated on the development corpora: a clear single class near 0.95, rivals pull it down."""
-    if not ranked:
+def _confidence(rivals: list[Candidate], ranked: list[Candidate]) -> dict[str, float]:
+    """A clear single class near 0.95; real rivals pull it down, explained collateral does not."""
+    if not rivals:
         return {}
-    top = ranked[0].score
-    second = ranked[1].score if len(ranked) > 1 else 0.0
+    top = rivals[0].score
+    second = rivals[1].score if len(rivals) > 1 else 0.0
     margin = max(0.0, top - second)
     top_confidence = min(0.99, top * (0.72 + 0.28 * min(1.0, margin / 0.3)))
     scale = top_confidence / top if top > 0 else 0.0

@@ -6,12 +6,15 @@ their context, so events from different ranks can still be ordered by time.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timezone
 
 from traintriage.ingest.sources import Source
 from traintriage.match.scan import LineHit, SourceScan
 from traintriage.parse.prefix import Prefix, parse_prefix, rank_in_text
+
+_YEAR = re.compile(r"\b(20\d\d)-\d\d-\d\d[T _]\d\d:\d\d")
 
 
 @dataclass
@@ -30,9 +33,9 @@ class Observation:
         return (stamp, self.hit.source, self.hit.line)
 
 
-def same_rank_context(lines: list[str], rank: int | None) -> list[Prefix]:
+def same_rank_context(lines: list[str], rank: int | None, year: int = 1970) -> list[Prefix]:
     """Context lines as prefixes, keeping only those of the given rank (interleaved consoles)."""
-    parsed = [parse_prefix(text) for text in lines]
+    parsed = [parse_prefix(text, year) for text in lines]
     if rank is None:
         return parsed
     return [p for p in parsed if p.rank is None or p.rank == rank]
@@ -50,7 +53,7 @@ def place(scans: list[SourceScan], sources: list[Source]) -> list[Observation]:
                 rank = rank_in_text(hit.text[:80])
             stamp = prefix.time
             if stamp is None and hit.before:
-                for context in reversed(same_rank_context(hit.before[-12:], rank)):
+                for context in reversed(same_rank_context(hit.before, rank, year)):
                     if context.time is not None:
                         stamp = context.time
                         break
@@ -62,10 +65,16 @@ def place(scans: list[SourceScan], sources: list[Source]) -> list[Observation]:
 
 
 def _dominant_year(scans: list[SourceScan]) -> int:
-    """glog stamps carry no year; borrow it from any ISO stamp in the log."""
+    """glog and syslog stamps carry no year; borrow it from a dated stamp in the log
+    (torchrun's failure report always has one), else assume the current year."""
     for scan in scans:
-        for hit in scan.hits[:200]:
-            prefix = parse_prefix(hit.text)
+        for text in [*(h.text for h in scan.hits), *(t for h in scan.hits for t in h.after[:3]), *scan.tail]:
+            if "-" not in text[:80] or not _YEAR.search(text):
+                continue
+            prefix = parse_prefix(text)
             if prefix.time is not None and prefix.time.year > 1970:
                 return prefix.time.year
-    return 1970
+            dated = _YEAR.search(text)
+            if dated:
+                return int(dated.group(1))
+    return datetime.now(timezone.utc).year

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import os
 import pickle
+import sys
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -49,6 +50,7 @@ def digest_of(files: list[Path]) -> str:
     from traintriage.match import internal
 
     hasher = hashlib.sha256(__version__.encode())
+    hasher.update(os.environ.get("TRAINTRIAGE_KB_SKIP_INVALID", "").encode())
     hasher.update(Path(internal.__file__).read_bytes())
     for path in files:
         hasher.update(path.relative_to(path.parent.parent).as_posix().encode())
@@ -79,11 +81,20 @@ def parse_entry(path: Path) -> Entry:
 
 
 def load_entries(root: Path = ENTRIES_DIR) -> KnowledgeBase:
+    """All entries; an invalid one is fatal unless TRAINTRIAGE_KB_SKIP_INVALID=1 (KB authors
+    with work in progress), which skips it with a warning."""
     files = entry_files(root)
     entries: dict[str, Entry] = {}
     paths: dict[str, Path] = {}
+    lenient = os.environ.get("TRAINTRIAGE_KB_SKIP_INVALID") == "1"
     for path in files:
-        entry = parse_entry(path)
+        try:
+            entry = parse_entry(path)
+        except KnowledgeBaseError as exc:
+            if not lenient:
+                raise
+            print(f"traintriage: warning: skipping {exc}", file=sys.stderr)
+            continue
         if entry.id in entries:
             raise KnowledgeBaseError(f"duplicate id '{entry.id}' in {path} and {paths[entry.id]}")
         entries[entry.id] = entry

@@ -23,7 +23,10 @@ _NCCL_HOST = re.compile(r"([A-Za-z0-9][\w.-]*):(\d+):(\d+) \[(\d+)\] NCCL ")
 _ISO = re.compile(
     r"\[?(\d{4})-(\d\d)-(\d\d)[T _](\d\d):(\d\d):(\d\d)(?:[.,](\d{1,9}))?(Z|[+-]\d\d:?\d\d)?\]?"
 )
-_GLOG = re.compile(r"([IWEF])(\d\d)(\d\d) (\d\d):(\d\d):(\d\d)\.(\d{1,6}) +\d+ ")
+_GLOG = re.compile(r"\[?([IWEF])(\d{1,2})(\d\d) (\d\d):(\d\d):(\d\d)\.(\d{1,9})(?: +\d+)? ")
+_MONTHS = {m: i for i, m in enumerate(("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"), 1)}
+_DMESG_T = re.compile(r"\[(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) (\w{3}) +(\d{1,2}) (\d\d):(\d\d):(\d\d) (\d{4})\]\s?")
+_SYSLOG = re.compile(r"(\w{3}) +(\d{1,2}) (\d\d):(\d\d):(\d\d) ([\w.-]+) (?=\S+(?:\[\d+\])?: )")
 _RANK_IN_TEXT = re.compile(r"\b[Rr]ank[ :=]?\s?(\d{1,5})\b")
 _ISO_SCAN_LIMIT = 64
 
@@ -64,6 +67,18 @@ def _parse_glog(match: re.Match[str], year: int) -> datetime | None:
         return None
 
 
+def _parse_named_month(match: re.Match[str], year: int) -> datetime | None:
+    """Groups 1-5 of `match`: month name, day, hour, minute, second."""
+    number = _MONTHS.get(match.group(1))
+    if number is None:
+        return None
+    day, hour, minute, second = (int(match.group(i)) for i in range(2, 6))
+    try:
+        return datetime(year, number, day, hour, minute, second, tzinfo=timezone.utc)
+    except ValueError:
+        return None
+
+
 def parse_prefix(line: str, default_year: int = 1970) -> Prefix:
     """Peel known prefixes off `line`; the first rank, host and time found win."""
     rank: int | None = None
@@ -92,6 +107,17 @@ def parse_prefix(line: str, default_year: int = 1970) -> Prefix:
         if match:
             stamp = stamp or _parse_iso(match)
             rest = stripped[match.end() :].lstrip(" -|:")
+            continue
+        match = _DMESG_T.match(stripped)
+        if match:
+            stamp = stamp or _parse_named_month(match, int(match.group(6)))
+            rest = stripped[match.end() :]
+            continue
+        match = _SYSLOG.match(stripped)
+        if match and match.group(1) in _MONTHS:
+            stamp = stamp or _parse_named_month(match, default_year)
+            host = host or match.group(6)
+            rest = stripped[match.end() :]
             continue
         match = _HOST_PREFIX.match(stripped)
         if match and host is None:

@@ -41,10 +41,11 @@ def evidence_of(observation: Observation) -> Evidence:
 
 
 def _evidence(candidate: Candidate) -> list[Evidence]:
-    """The first line of each rank involved, earliest first, a few at most."""
+    """The first line of each rank involved, earliest first (lines naming a rank before
+    launcher summaries that do not), a few at most."""
     chosen: list[Observation] = []
     ranks: set[int | None] = set()
-    for observation in sorted(candidate.roots, key=lambda o: o.sort_key):
+    for observation in sorted(candidate.roots, key=lambda o: (o.rank is None, o.sort_key)):
         if observation.rank in ranks and len(chosen) >= 1:
             continue
         ranks.add(observation.rank)

@@ -78,9 +78,10 @@ def text_lines(diagnosis: Diagnosis) -> list[tuple[str, str]]:
             cause = f"caused by the failure on rank {diagnosis.initiating_rank}" if diagnosis.initiating_rank is not None \
                 else f"consequence of {item.explained_by}"
             rows.append(("Collateral", f"{ranks}{item.title or item.id} — {cause}"))
-        if len(diagnosis.candidates) > 1:
-            others = ", ".join(f"{c.id} {c.confidence:.2f}" for c in diagnosis.candidates[1:4])
-            rows.append(("Also possible", others))
+        explained = {c.id for c in diagnosis.collateral}
+        rivals = [c for c in diagnosis.candidates[1:] if c.id not in explained][:3]
+        if rivals:
+            rows.append(("Alternatives", ", ".join(f"{c.id} {c.confidence:.2f}" for c in rivals)))
         rows.append(("Summary", _clip(root.summary, 400)))
     for anomaly in diagnosis.anomalies:
         where = f"rank {anomaly.rank} " if anomaly.rank is not None else ""

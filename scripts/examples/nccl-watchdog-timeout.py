@@ -1,0 +1,60 @@
+"""Regenerate the real (gloo) example for nccl-watchdog-timeout (CPU, torchrun + gloo).
+
+positive-3.log: 2 ranks under `torchrun --tee 3`, process group timeout 20 s. At step 5
+  rank 1 blocks for 40 s outside any collective (standing in for a stalled data read or
+  a slow checkpoint write on one rank); rank 0 waits in all_reduce and the gloo backend
+  times it out: "Timed out waiting 20000ms for recv operation to complete". This is the
+  gloo form of the same failure class; the NCCL watchdog forms (positive-1/2) cannot be
+  produced without GPUs and are written from ProcessGroupNCCL.cpp.
+
+Run: .venv/bin/python scripts/examples/nccl-watchdog-timeout.py
+"""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import subprocess
+import tempfile
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+VENV = ROOT / ".venv" / "bin"
+OUT = ROOT / "src" / "traintriage" / "kb" / "examples" / "nccl-watchdog-timeout"
+
+TRAIN = r'''
+import datetime, time
+import torch
+import torch.distributed as dist
+
+dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=20))
+rank = dist.get_rank()
+torch.manual_seed(0)
+model = torch.nn.Linear(64, 64)
+for step in range(1, 11):
+    loss = model(torch.randn(32, 64)).pow(2).mean()
+    loss.backward()
+    if rank == 1 and step == 5:
+        print(f"rank {rank}: step {step}: reading shard 00017 from /mnt/datasets ...", flush=True)
+        time.sleep(40)
+    for p in model.parameters():
+        dist.all_reduce(p.grad)
+    model.zero_grad()
+    print(f"rank {rank}: step {step} loss {loss.item():.4f}", flush=True)
+dist.destroy_process_group()
+'''
+
+
+def run(cmd: list[str], out: pathlib.Path) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        (pathlib.Path(tmp) / "train.py").write_text(TRAIN)
+        env = dict(os.environ, OMP_NUM_THREADS="1")
+        proc = subprocess.run(cmd, cwd=tmp, env=env, stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, text=True, timeout=300)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(proc.stdout)
+    print(f"{out}: exit {proc.returncode}, {len(proc.stdout.splitlines())} lines")
+
+
+if __name__ == "__main__":
+    run([str(VENV / "torchrun"), "--nproc-per-node", "2", "--master-port", "29721", "--tee", "3",
+         "train.py"], OUT / "positive-3.log")
