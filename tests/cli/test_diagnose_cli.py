@@ -110,3 +110,18 @@ def test_hostile_text_is_handled(cli: Cli, tmp_path: Path) -> None:
     document = json.loads(result.out)
     assert document["root_cause"]["id"] == "cuda-oom"
     assert document["root_cause"]["evidence"][0]["line"] == 5
+
+
+def test_secrets_never_reach_the_output_unless_no_mask(cli: Cli, tmp_path: Path) -> None:
+    token = "hf_" + "Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4zAb"
+    text = (f"[rank1]: launching with HF_TOKEN={token} on user@example.com\n"
+            "[rank1]: Traceback (most recent call last):\n"
+            '[rank1]:   File "/home/alice/train.py", line 9, in <module>\n'
+            f"[rank1]: RuntimeError: failed to fetch https://alice:s3cretpass@hub.example.org/model ({token})\n")
+    path = _write(tmp_path, "job.log", text)
+    for fmt in ("text", "json", "markdown"):
+        out = cli("diagnose", "--format", fmt, str(path)).out
+        assert "RuntimeError: failed to fetch" in out
+        assert token not in out and "s3cretpass" not in out
+    unmasked = cli("diagnose", "--format", "json", "--no-mask", str(path)).out
+    assert token in unmasked

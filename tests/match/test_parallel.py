@@ -1,0 +1,45 @@
+"""A file split across workers gives exactly the hits, line numbers and counts of one pass."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from traintriage.ingest.sources import discover
+from traintriage.match import parallel
+from traintriage.match.compiler import load_scanner
+from traintriage.match.scan import scan_source
+
+
+def _log(path: Path) -> Path:
+    lines = []
+    for step in range(6000):
+        lines.append(f"[default{step % 4}]:[rank{step % 4}]: step {step} loss {2.0 + (step % 7) / 10:.3f}")
+        if step % 1500 == 7:
+            lines.append(f"[default{step % 4}]:[rank{step % 4}]: RuntimeError: CUDA error: an illegal memory access was encountered")
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_split_scan_matches_single_pass(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    source = discover([str(_log(tmp_path / "big.log"))])[0]
+    single = scan_source(0, source, load_scanner())
+    monkeypatch.setattr(parallel, "MIN_BYTES_FOR_PROCESSES", 1)
+    monkeypatch.setattr(parallel, "MIN_SPLIT_BYTES", 1)
+    split = parallel.scan_sources([source], jobs=3)[0]
+    assert split.lines == single.lines == 6004
+    assert [(h.line, h.text, sorted(h.patterns)) for h in split.hits] == \
+        [(h.line, h.text, sorted(h.patterns)) for h in single.hits]
+    assert dict(split.counts) == dict(single.counts)
+    assert [p.line for p in split.metrics] == [p.line for p in single.metrics]
+
+
+def test_split_points_start_after_newlines(tmp_path: Path) -> None:
+    path = _log(tmp_path / "big.log")
+    source = discover([str(path)])[0]
+    data = path.read_bytes()
+    spans = parallel.split_points(source, 4)
+    assert spans[0][0] == 0 and spans[-1][1] == len(data)
+    assert all(data[start - 1 : start] == b"\n" for start, _ in spans[1:])
+    assert all(a[1] == b[0] for a, b in zip(spans, spans[1:], strict=False))
