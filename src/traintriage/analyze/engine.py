@@ -7,9 +7,9 @@ from dataclasses import dataclass
 
 from traintriage.analyze import curves, refine
 from traintriage.analyze.observations import Observation
-from traintriage.analyze.ranks import SuspectRank, suspects_for
+from traintriage.analyze.ranks import SuspectRank, report_ranks, suspects_for
 from traintriage.analyze.scoring import Candidate, rank_candidates, score_entries
-from traintriage.analyze.timing import hang_finding
+from traintriage.analyze.timing import NO_PROGRESS, hang_finding
 from traintriage.kb.loader import KnowledgeBase
 from traintriage.kb.schema import Entry, Nature
 from traintriage.match.compiler import Scanner
@@ -52,6 +52,20 @@ def _synthetic(entry_id: str, score: float, observation: Observation | None, rea
                      roots=[observation] if observation else [], reason=reason)
 
 
+def _add_finding(
+    candidates: dict[str, Candidate], entry_id: str, score: float, observation: Observation | None, reason: str
+) -> None:
+    """An analysis finding raises the entry's score; lines its own signatures matched stay evidence."""
+    existing = candidates.get(entry_id)
+    if existing is None:
+        candidates[entry_id] = _synthetic(entry_id, score, observation, reason)
+        return
+    existing.score = max(existing.score, score)
+    existing.reason = reason
+    if observation is not None and observation not in existing.roots:
+        existing.roots.insert(0, observation)
+
+
 def _observation_at(observations: list[Observation], point: MetricPoint) -> Observation | None:
     for observation in observations:
         if observation.hit.source == point.source and observation.hit.line == point.line:
@@ -73,13 +87,13 @@ def analyze(
     faulty = _internal(observations, scanner, Internal.faulty_rank)
     hang = hang_finding(timeouts, faulty, scans, points, candidates, seen_ranks)
     if hang is not None and "training-hang" in kb.entries:
-        candidates["training-hang"] = _synthetic("training-hang", hang.score, hang.observation, hang.detail)
+        _add_finding(candidates, "training-hang", hang.score, hang.observation, hang.detail)
     straggling = curves.straggler(points)
     if straggling is not None:
         anomalies.append(straggling)
         if "straggler-slow-rank" in kb.entries and not _has_crash(candidates, kb):
-            candidates["straggler-slow-rank"] = _synthetic(
-                "straggler-slow-rank", 0.7, _observation_at(observations, straggling.point), straggling.detail)
+            _add_finding(candidates, "straggler-slow-rank", 0.7, _observation_at(observations, straggling.point),
+                         straggling.detail)
 
     ranked = rank_candidates({k: c for k, c in candidates.items() if c.score >= THRESHOLD})
     root, collateral = resolve(ranked, kb)
@@ -89,10 +103,13 @@ def analyze(
     reports = _reports(observations, scanner)
     signalled = [o for o in _internal(observations, scanner, Internal.fatal_signal)
                  if not _COLLATERAL_SIGNAL.search(o.hit.text)]
-    suspects = suspects_for(root, signalled, reports, timeouts, faulty, seen_ranks)
+    agent_lines = _internal(observations, scanner, Internal.agent_failure)
+    seen_ranks |= report_ranks(_internal(observations, scanner, Internal.report_rank))
+    seen_ranks |= {r.rank for r in reports if r.rank is not None}
+    suspects = suspects_for(root, signalled, reports, timeouts, faulty, agent_lines, seen_ranks)
     if root is not None and root.entry_id == "training-hang" and hang is not None and hang.rank is not None:
         suspects.insert(0, SuspectRank(hang.rank, None, hang.detail))
-    initiating = _initiating(root, suspects, seen_ranks)
+    initiating = _initiating(root, suspects)
 
     environment = extract_environment([o.hit.text for o in _internal(observations, scanner, Internal.version)]
                                       + [o.hit.text for o in _internal(observations, scanner, Internal.gpu_model)])
@@ -120,7 +137,8 @@ def _metric_points(observations: list[Observation], scans: list[SourceScan], sca
 
 
 def _has_crash(candidates: dict[str, Candidate], kb: KnowledgeBase) -> bool:
-    return any(c.score >= THRESHOLD and c.nature is Nature.root for c in candidates.values())
+    return any(c.score >= THRESHOLD and c.nature is Nature.root and c.entry_id not in NO_PROGRESS
+               for c in candidates.values())
 
 
 def _curve_findings(
@@ -130,19 +148,14 @@ def _curve_findings(
     nonfinite = curves.first_nonfinite(points) or curves.persistent_nonfinite_grad(points)
     findings: list[curves.CurveFinding | None] = [nonfinite]
     if nonfinite is not None and not curves.recovered_after(points, nonfinite):
-        observation = _observation_at(observations, nonfinite.point)
-        existing = candidates.get("loss-nan")
-        if existing is None or existing.score < 0.8:
-            candidates["loss-nan"] = _synthetic("loss-nan", 0.8, observation, nonfinite.detail)
-            if existing is not None:
-                candidates["loss-nan"].roots.extend(existing.roots)
+        _add_finding(candidates, "loss-nan", 0.8, _observation_at(observations, nonfinite.point), nonfinite.detail)
     spikes = curves.spikes(points)
     findings.extend(spikes)
     divergence = curves.diverged(points)
     findings.append(divergence)
-    if divergence is not None and nonfinite is None and "loss-spike-divergence" not in candidates:
-        candidates["loss-spike-divergence"] = _synthetic(
-            "loss-spike-divergence", 0.6, _observation_at(observations, divergence.point), divergence.detail)
+    if divergence is not None and nonfinite is None:
+        _add_finding(candidates, "loss-spike-divergence", 0.6, _observation_at(observations, divergence.point),
+                     divergence.detail)
     return findings
 
 
@@ -193,12 +206,9 @@ def _reports(observations: list[Observation], scanner: Scanner) -> list[FailureR
     return reports
 
 
-def _initiating(root: Candidate | None, suspects: list[SuspectRank], seen: set[int]) -> int | None:
-    if root is None:
-        return None
-    if not suspects or suspects[0].rank is None:
-        return None
-    if len(seen) <= 1 and not any(o.rank is not None for o in root.roots):
+def _initiating(root: Candidate | None, suspects: list[SuspectRank]) -> int | None:
+    """The best-supported suspect; None when no line of the log names a rank."""
+    if root is None or not suspects:
         return None
     return suspects[0].rank
 

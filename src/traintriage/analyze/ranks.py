@@ -19,6 +19,8 @@ from traintriage.parse.torchrun import FailureReport
 
 _FAULTY = re.compile(r"(?:check rank (\d+) logs for faulty rank|Rank (\d+) failed to pass monitoredBarrier|"
                      r"waiting for send/recv from rank (\d+))")
+_AGENT_FAILURE = re.compile(r"failed \(exitcode: (-?\d+)\) local_rank: (\d+)")
+_REPORT_RANK = re.compile(r"rank\s*: (\d+) \(local_rank")
 _LAST_COMPLETED = re.compile(r"last completed (?:NCCL )?work: (-?\d+)")
 _SEQ = re.compile(r"SeqNum=(\d+)")
 
@@ -56,6 +58,27 @@ def named_faulty_rank(faulty: list[Observation]) -> SuspectRank | None:
     return SuspectRank(rank, None, f"named as the faulty rank by its peers ({named[rank]} lines)")
 
 
+def agent_first_failure(agent_lines: list[Observation]) -> SuspectRank | None:
+    """torchrun's agent logs `failed (exitcode: N) local_rank: K` for the first worker it saw
+    fail; on one node the local rank is the global rank."""
+    for observation in sorted(agent_lines, key=lambda o: (o.hit.source, o.hit.line)):
+        match = _AGENT_FAILURE.search(observation.hit.text)
+        if match:
+            return SuspectRank(int(match.group(2)), observation.host,
+                               f"torchrun agent saw local_rank {match.group(2)} fail first (exitcode {match.group(1)})")
+    return None
+
+
+def report_ranks(report_lines: list[Observation]) -> set[int]:
+    """Every rank torchrun's failure report lists (its Failures and its Root Cause)."""
+    ranks = set()
+    for observation in report_lines:
+        match = _REPORT_RANK.search(observation.hit.text)
+        if match:
+            ranks.add(int(match.group(1)))
+    return ranks
+
+
 def watchdog_laggard(watchdog: list[Observation], seen: set[int]) -> SuspectRank | None:
     """The rank whose collectives stopped first, from watchdog sequence numbers."""
     completed: dict[int, int] = {}
@@ -83,6 +106,7 @@ def suspects_for(
     reports: list[FailureReport],
     watchdog: list[Observation],
     faulty: list[Observation],
+    agent_lines: list[Observation],
     seen: set[int],
 ) -> list[SuspectRank]:
     found: list[SuspectRank] = []
@@ -107,6 +131,9 @@ def suspects_for(
     signalled = earliest_rank(failed_by_signal)
     if signalled is not None:
         found.append(SuspectRank(signalled.rank, signalled.host, "died by a signal"))
+    agent = agent_first_failure(agent_lines)
+    if agent is not None:
+        found.append(agent)
     laggard = watchdog_laggard(watchdog, seen)
     if laggard is not None:
         found.append(laggard)

@@ -19,6 +19,7 @@ from traintriage.kb.schema import Nature
 from traintriage.match.scan import SourceScan
 from traintriage.parse.metrics import MetricPoint
 
+NO_PROGRESS = frozenset({"training-hang", "straggler-slow-rank"})
 HANG_FACTOR = 20.0
 CRASH_SCORE = 0.5
 _WAITING = re.compile(r"(?i)(?:watchdog|heartbeat|timed? ?out|timeout|waiting|stuck|hang|dump|faulthandler|"
@@ -34,8 +35,9 @@ class HangFinding:
 
 
 def is_crash(candidate: Candidate, timeouts: set[int]) -> bool:
-    """A root-natured class with at least one line that is not itself a collective timeout."""
-    if candidate.nature is not Nature.root or candidate.score < CRASH_SCORE:
+    """A root-natured class with at least one line that is not itself a collective timeout
+    (the hang and straggler classes' own lines are evidence of no progress, not a crash)."""
+    if candidate.nature is not Nature.root or candidate.score < CRASH_SCORE or candidate.entry_id in NO_PROGRESS:
         return False
     return any(o.order not in timeouts for o in candidate.roots)
 

@@ -30,7 +30,7 @@ _SKIPPED_SUFFIXES = frozenset({".json", ".pt", ".bin", ".safetensors", ".pkl", "
 _RANK_IN_NAME = (
     re.compile(r"attempt_\d+/(\d+)/(?:stdout|stderr)\.log$"),
     re.compile(r"(?:^|[/_.-])(?:rank|worker|proc|process|task|local_rank)[-_.]?(\d+)(?:[._-][^/]*)?$", re.I),
-    re.compile(r"(?:^|/)[\w.-]*?\d+[-_.](\d{1,5})\.(?:out|err|log|txt)$"),
+    re.compile(r"(?:^|[/_.-])\d{3,}[-_.](\d{1,5})\.(?:out|err|log|txt)$"),
 )
 
 

@@ -26,6 +26,8 @@ class Internal(str, Enum):
     collective_timeout = "collective-timeout"
     faulty_rank = "faulty-rank"
     stack_dump = "stack-dump"
+    agent_failure = "agent-failure"
+    report_rank = "report-rank"
 
 
 @dataclass(frozen=True)
@@ -96,6 +98,8 @@ INTERNAL_PATTERNS: tuple[InternalPattern, ...] = (
         r"Stack dump of)",
         64,
     ),
+    InternalPattern(Internal.agent_failure, r"failed \(exitcode: -?\d+\) local_rank: \d+", 1024),
+    InternalPattern(Internal.report_rank, r"^\s*rank\s*: \d+ \(local_rank: \d+\)", 1024),
     InternalPattern(
         Internal.metric_nonfinite,
         r"(?i)(?:loss|grad[_ ]?norm)['\"]?\s*[:=]?\s*['\"]?[-+]?(?:nan|inf)\b",
