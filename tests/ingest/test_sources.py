@@ -65,3 +65,16 @@ def test_chunks_end_on_line_breaks_and_cut_endless_lines(tmp_path: Path) -> None
         chunks = list(iter_chunks(stream, "a.log", problems, chunk_size=1000))
     assert b"".join(chunks) == path.read_bytes()
     assert all(c.endswith(b"\n") for c in chunks[:-1])
+
+
+def test_a_log_with_nul_runs_from_a_crashed_node_is_still_text(tmp_path: Path) -> None:
+    path = tmp_path / "rank3.log"
+    path.write_bytes(b"step 1 loss 2.0\n" * 200 + b"\x00" * 512 + b"step 2 loss 1.9\n" * 200)
+    assert discover([str(path)])[0].rank == 3
+
+
+def test_pickle_checkpoint_is_binary(tmp_path: Path) -> None:
+    path = tmp_path / "model.pt.log"
+    path.write_bytes(b"\x80\x02}q\x00(X\x05\x00\x00\x00state" + bytes(range(256)))
+    with pytest.raises(BinaryInputError):
+        discover([str(path)])

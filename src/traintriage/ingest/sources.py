@@ -25,6 +25,9 @@ STDIN = "-"
 _SNIFF_BYTES = 8192
 ByteStream = io.BufferedIOBase | io.RawIOBase | BinaryIO
 _COMPRESSED = frozenset({".gz", ".bz2", ".xz", ".lzma", ".zst"})
+_BINARY_MAGIC = (b"\x7fELF", b"\x89PNG", b"PK\x03\x04", b"\x80\x02", b"\x80\x04", b"\x80\x05", b"\xff\xd8\xff",
+                 b"GIF8", b"%PDF", b"\x93NUMPY", b"SQLite format 3", b"\xca\xfe\xba\xbe")
+_CONTROL = tuple(c for c in range(32) if c not in (9, 10, 12, 13, 27))
 _SKIPPED_SUFFIXES = frozenset({".json", ".pt", ".bin", ".safetensors", ".pkl", ".npy", ".png", ".jpg", ".pyc"})
 
 _RANK_IN_NAME = (
@@ -159,8 +162,17 @@ def _looks_binary(path: Path) -> bool:
 
 
 def is_binary(head: bytes) -> bool:
-    """Text logs never hold NUL bytes; most binary formats do within the first block."""
-    return b"\x00" in head
+    """Known binary formats by magic number, or a first block mostly of control bytes.
+
+    A few NUL bytes do not make a log binary: a node that crashed mid-write often leaves
+    runs of NULs in its log, and that log is exactly what the user needs diagnosed.
+    """
+    if head.startswith(_BINARY_MAGIC):
+        return True
+    if not head:
+        return False
+    control = sum(head.count(bytes([c])) for c in _CONTROL)
+    return control / len(head) > 0.3
 
 
 def _reject_binary(path: Path, name: str) -> None:
