@@ -1,0 +1,91 @@
+#!/usr/bin/env python
+"""Real example logs for `user-code-exception`.
+
+positive-1: the training script reads a config option the argparse parser never
+defined (AttributeError: 'Namespace' object has no attribute 'warmup_ratio').
+positive-2 (torchrun): the collate function in the script expects a 'label' key the
+dataset names 'labels' (KeyError raised in train.py on every rank).
+Run: .venv/bin/python scripts/examples/user-code-exception.py
+"""
+ID = "user-code-exception"
+# --- runner: re-executes this file as the training script and saves its real output ---
+import os, pathlib, re, shutil, socket, subprocess, sys
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+OUT = ROOT / "src/traintriage/kb/examples" / ID
+VENV_BIN = pathlib.Path(sys.executable).parent
+# this CPU venv has no numpy; torch warns about it at import: not part of the failure
+DROP = re.compile(r"Failed to initialize NumPy|_conversion_method_template")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def run(name: str, mode: str, nproc: int = 0, env: dict | None = None) -> str:
+    """Run this file as /tmp/tt-job/<ID>/train.py (plain python, or torchrun --tee 3)."""
+    work = pathlib.Path("/tmp/tt-job") / ID
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    shutil.copy(__file__, work / "train.py")
+    if nproc:
+        cmd = [str(VENV_BIN / "torchrun"), f"--nproc-per-node={nproc}", "--tee=3",
+               f"--master-port={_free_port()}", "train.py"]
+    else:
+        cmd = [sys.executable, "train.py"]
+    full_env = dict(os.environ, TT_MODE=mode, PYTHONUNBUFFERED="1", **(env or {}))
+    proc = subprocess.run(cmd, cwd=work, env=full_env, stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True, timeout=600)
+    text = "".join(l for l in proc.stdout.splitlines(keepends=True) if not DROP.search(l))
+    OUT.mkdir(parents=True, exist_ok=True)
+    (OUT / name).write_text(text)
+    print(f"{name}: exit {proc.returncode}, {len(text.splitlines())} lines")
+    return text
+
+
+def build_scheduler(opt, args, total_steps):
+    import torch
+    warmup = int(total_steps * args.warmup_ratio)          # BUG: flag is --warmup-steps
+    return torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / max(1, warmup)))
+
+
+def collate(batch):
+    import torch
+    return {"input": torch.stack([b["input"] for b in batch]),
+            "label": torch.tensor([b["label"] for b in batch])}   # BUG: dataset key is "labels"
+
+
+def train(mode: str) -> None:
+    import argparse
+    import logging
+    import torch
+    import torch.nn as nn
+
+    logging.basicConfig(format="%(asctime)s %(levelname)s %(message)s", level=logging.INFO)
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--lr", type=float, default=3e-4)
+    parser.add_argument("--warmup-steps", type=int, default=100)
+    args = parser.parse_args([])
+    model = nn.Linear(8, 2)
+    opt = torch.optim.AdamW(model.parameters(), lr=args.lr)
+    if mode == "single":
+        logging.info("model has %d parameters", sum(p.numel() for p in model.parameters()))
+        sched = build_scheduler(opt, args, total_steps=1000)
+    else:
+        import torch.distributed as dist
+        dist.init_process_group("gloo")
+        data = [{"input": torch.randn(8), "labels": i % 2} for i in range(64)]
+        loader = torch.utils.data.DataLoader(data, batch_size=8, collate_fn=collate)
+        logging.info("rank %d: %d batches per epoch", dist.get_rank(), len(loader))
+        for batch in loader:
+            loss = nn.functional.cross_entropy(model(batch["input"]), batch["label"])
+
+
+if __name__ == "__main__":
+    if os.environ.get("TT_MODE"):
+        train(os.environ["TT_MODE"])
+        sys.exit(0)
+    run("positive-1.log", "single")
+    run("positive-2.log", "ddp", nproc=2)
