@@ -15,7 +15,7 @@ from traintriage.parse.metrics import MetricPoint
 
 ROLLING = 20
 SPIKE_FACTOR = 4.0
-DIVERGED_FACTOR = 3.0
+DIVERGED_FACTOR = 2.0
 STRAGGLER_FACTOR = 1.3
 MIN_POINTS = 8
 
@@ -90,19 +90,34 @@ def spikes(points: list[MetricPoint]) -> list[CurveFinding]:
 
 
 def diverged(points: list[MetricPoint]) -> CurveFinding | None:
-    """The loss ends far above its early median and never comes back: divergence."""
+    """The loss ends far above the best level the run had reached and never comes back.
+
+    The baseline is the lowest rolling median before the tail, not the early loss: a
+    language model starts near ln(vocab), so its early median hides a later blow-up.
+    """
     for rank, series in by_rank(points).items():
-        losses = [p for p in series if p.loss is not None and math.isfinite(p.loss)]
+        losses = [p.loss for p in series if p.loss is not None and math.isfinite(p.loss)]
         if len(losses) < MIN_POINTS:
             continue
-        early = median(p.loss for p in losses[: max(3, len(losses) // 4)] if p.loss is not None)
-        low = min(p.loss for p in losses if p.loss is not None)
-        tail = losses[-max(3, len(losses) // 8) :]
-        late = median(p.loss for p in tail if p.loss is not None)
-        if early > 0 and late > DIVERGED_FACTOR * max(early, low) and late - early > 1.0:
-            return CurveFinding("loss-divergence", rank, tail[0].step,
-                                f"loss {early:.4g} early, {late:.4g} at the end", tail[0])
+        tail_size = max(3, len(losses) // 8)
+        head = losses[:-tail_size]
+        window = max(3, min(ROLLING, len(head) // 3))
+        rolling = [median(head[i : i + window]) for i in range(0, len(head) - window + 1)]
+        best = min(rolling) if rolling else min(head)
+        late = median(losses[-tail_size:])
+        if best > 0 and late > DIVERGED_FACTOR * best and late - best > 1.0:
+            tail_points = [p for p in series if p.loss is not None and math.isfinite(p.loss)][-tail_size:]
+            onset = _onset(series, best)
+            return CurveFinding("loss-divergence", rank, onset.step,
+                                f"loss fell to {best:.4g}, then rose to {late:.4g} and stayed there", onset or tail_points[0])
     return None
+
+
+def _onset(series: list[MetricPoint], best: float) -> MetricPoint:
+    """The first point after the minimum whose loss is past twice the best level."""
+    finite = [p for p in series if p.loss is not None and math.isfinite(p.loss)]
+    low = min(range(len(finite)), key=lambda i: finite[i].loss or math.inf)
+    return next((p for p in finite[low:] if (p.loss or 0.0) > DIVERGED_FACTOR * best), finite[-1])
 
 
 def straggler(points: list[MetricPoint]) -> CurveFinding | None:

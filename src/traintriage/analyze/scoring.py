@@ -29,10 +29,16 @@ class Candidate:
     roots: list[Observation] = field(default_factory=list)
     supporting: list[Observation] = field(default_factory=list)
     reason: str = ""
+    signatures: frozenset[str] = frozenset()
 
     @property
     def first(self) -> Observation | None:
         return min(self.roots, key=lambda o: o.sort_key) if self.roots else None
+
+    @property
+    def evidence_kinds(self) -> int:
+        """Distinct signatures matched (root and supporting), for ties between equal scores."""
+        return len(self.signatures)
 
     @property
     def first_key(self) -> tuple[float, int, int]:
@@ -85,16 +91,17 @@ def score_entries(observations: list[Observation], kb: KnowledgeBase, scanner: S
             roots=[o for o, _ in kept],
             supporting=[o for o, _ in support],
             reason=f"matched {', '.join(sorted(weights))}",
+            signatures=frozenset(weights) | distinct_support,
         )
     for candidate in list(candidates.values()):
-        generic = kb.entries[candidate.entry_id].specializes
-        if generic and generic in candidates:
-            general = candidates[generic]
-            candidate.score = max(candidate.score, general.score + 0.01)
-            general.score = min(general.score, candidate.score - 0.02)
+        for generic in kb.entries[candidate.entry_id].specializes:
+            if generic in candidates:
+                general = candidates[generic]
+                candidate.score = max(candidate.score, general.score + 0.01)
+                general.score = min(general.score, candidate.score - 0.02)
     return candidates
 
 
 def rank_candidates(candidates: dict[str, Candidate]) -> list[Candidate]:
-    """Best first: score, then the failure seen first."""
-    return sorted(candidates.values(), key=lambda c: (-round(c.score, 3), c.first_key, c.entry_id))
+    """Best first: score, then more distinct evidence, then the failure seen first."""
+    return sorted(candidates.values(), key=lambda c: (-round(c.score, 3), -c.evidence_kinds, c.first_key, c.entry_id))

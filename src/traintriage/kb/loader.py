@@ -46,10 +46,12 @@ def entry_files(root: Path = ENTRIES_DIR) -> list[Path]:
 
 
 def digest_of(files: list[Path]) -> str:
-    """A content hash of the KB, the package version and the scanner's own patterns."""
+    """A content hash of the KB, the package version, the schema and the scanner's own patterns."""
+    from traintriage.kb import schema
     from traintriage.match import internal
 
     hasher = hashlib.sha256(__version__.encode())
+    hasher.update(Path(schema.__file__).read_bytes())
     hasher.update(os.environ.get("TRAINTRIAGE_KB_SKIP_INVALID", "").encode())
     hasher.update(Path(internal.__file__).read_bytes())
     for path in files:
@@ -105,12 +107,10 @@ def load_entries(root: Path = ENTRIES_DIR) -> KnowledgeBase:
 def check_links(entries: dict[str, Entry]) -> None:
     """`related`, `explains` and `specializes` must name entries that exist."""
     for entry in entries.values():
-        for kind, ids in (("related", entry.related), ("explains", entry.explains)):
+        for kind, ids in (("related", entry.related), ("explains", entry.explains), ("specializes", entry.specializes)):
             missing = [i for i in ids if i not in entries]
             if missing:
                 raise KnowledgeBaseError(f"{entry.id}: {kind} names unknown id(s) {missing}")
-        if entry.specializes and entry.specializes not in entries:
-            raise KnowledgeBaseError(f"{entry.id}: specializes unknown id '{entry.specializes}'")
 
 
 def cache_dir() -> Path:

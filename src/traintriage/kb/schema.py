@@ -148,7 +148,7 @@ class Entry(Strict):
     signatures: list[Signature] = Field(min_length=1)
     excludes: list[Text] = Field(default_factory=list)
     explains: list[KebabId] = Field(default_factory=list)
-    specializes: KebabId | None = None
+    specializes: list[KebabId] = Field(default_factory=list)
     confirm: list[Text] = Field(min_length=1)
     fix: Fix
     verify: Text
@@ -157,6 +157,12 @@ class Entry(Strict):
     scale: Text | None = None
     references: list[Reference] = Field(min_length=1)
     related: list[KebabId] = Field(default_factory=list)
+
+    @field_validator("specializes", mode="before")
+    @classmethod
+    def one_or_many(cls, value: object) -> object:
+        """`specializes: cuda-oom` and `specializes: [cuda-oom, state-dict-mismatch]` both read."""
+        return [value] if isinstance(value, str) else value
 
     @field_validator("signatures")
     @classmethod
