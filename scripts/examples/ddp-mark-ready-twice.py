@@ -1,0 +1,183 @@
+#!/usr/bin/env python
+"""Regenerate the examples of `ddp-mark-ready-twice` by running real DDP jobs on CPU (gloo).
+
+A weight-shared block is wrapped twice in reentrant activation checkpointing
+(`checkpoint(..., use_reentrant=True)`) under DDP with find_unused_parameters=True: the
+shared parameters' autograd hooks fire once per reentrant backward and DDP's Reducer
+raises "Expected to mark a variable ready only once". The negative example is the
+neighbouring class (an unused parameter without find_unused_parameters).
+
+    .venv/bin/python scripts/examples/ddp-mark-ready-twice.py
+"""
+# ---- launcher helpers (self-contained; each scripts/examples/*.py carries its own copy) ----
+import os, pathlib, socket, subprocess, sys, tempfile, threading, time
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+BIN = ROOT / ".venv" / "bin"
+ENV = dict(os.environ, PYTHONWARNINGS="ignore:Failed to initialize NumPy", PYTHONUNBUFFERED="1")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def write_worker(src: str, name: str = "train.py") -> pathlib.Path:
+    d = pathlib.Path(tempfile.mkdtemp(prefix="job-"))
+    p = d / name
+    p.write_text(src)
+    return p
+
+
+def torchrun(src: str, args: list[str], env: dict | None = None, timeout: int = 90) -> str:
+    """Run `torchrun ARGS train.py` and return its console (stdout+stderr interleaved)."""
+    script = write_worker(src)
+    cmd = [str(BIN / "torchrun"), *args, str(script)]
+    p = subprocess.run(cmd, cwd=script.parent, env={**ENV, **(env or {})}, stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, text=True, timeout=timeout)
+    return p.stdout
+
+
+def labeled(src: str, world: int, prefix: str, env: dict | None = None, timeout: int = 90,
+            per_rank_env: dict | None = None, epilogue: str = "", dist_env: bool = True) -> str:
+    """Start WORLD python processes with the env:// variables a launcher sets and prefix every
+    line the way the launcher does (srun --label: '{rank}: ', mpirun --tag-output:
+    '[1,{rank}]<{stream}>:', pdsh/deepspeed: '{host}: ')."""
+    script = write_worker(src)
+    port = free_port()
+    out: list[str] = []
+    lock = threading.Lock()
+    procs = []
+
+    def pump(stream, rank, name):
+        for line in stream:
+            with lock:
+                out.append(prefix.format(rank=rank, stream=name, host=f"node-{rank // 2}") + line)
+
+    for r in range(world):
+        e = {**ENV, **(env or {}), "SLURM_PROCID": str(r), "SLURM_LOCALID": str(r % 2), "SLURM_NTASKS": str(world)}
+        if dist_env:  # what torchrun / a correct sbatch script exports; srun alone does not
+            e.update(RANK=str(r), LOCAL_RANK=str(r % 2), WORLD_SIZE=str(world), LOCAL_WORLD_SIZE="2",
+                     MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+        e.update((per_rank_env or {}).get(r, {}))
+        p = subprocess.Popen([str(BIN / "python"), str(script)], cwd=script.parent, env=e,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        procs.append(p)
+        for s, n in ((p.stdout, "stdout"), (p.stderr, "stderr")):
+            threading.Thread(target=pump, args=(s, r, n), daemon=True).start()
+    deadline = time.time() + timeout
+    first_fail = None
+    while time.time() < deadline and any(p.poll() is None for p in procs):
+        for r, p in enumerate(procs):
+            if first_fail is None and p.poll() not in (None, 0):
+                first_fail = (r, p.returncode, time.time())
+        if first_fail and time.time() - first_fail[2] > 3:
+            break  # like srun/mpirun: once a task failed, the step is torn down
+        time.sleep(0.1)
+    for p in procs:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    time.sleep(0.3)
+    if first_fail is None:
+        for r, p in enumerate(procs):
+            if p.returncode not in (None, 0):
+                first_fail = (r, p.returncode, 0)
+                break
+    text = "".join(out)
+    if first_fail and epilogue:
+        r, rc, _ = first_fail
+        text += epilogue.format(rank=r, rc=rc, host=f"node-{r // 2}")
+    return text
+
+
+SRUN_EPILOGUE = "srun: error: {host}: task {rank}: Exited with exit code {rc}\n"
+MPIRUN_EPILOGUE = """--------------------------------------------------------------------------
+Primary job  terminated normally, but 1 process returned
+a non-zero exit code. Per user-direction, the job has been aborted.
+--------------------------------------------------------------------------
+--------------------------------------------------------------------------
+mpirun detected that one or more processes exited with non-zero status, thus causing
+the job to be terminated. The first process to do so was:
+
+  Process name: [[40217,1],{rank}]
+  Exit code:    {rc}
+--------------------------------------------------------------------------
+"""
+
+
+def python(src: str, env: dict | None = None, timeout: int = 60) -> str:
+    """Run the worker as a plain `python train.py` (no launcher)."""
+    script = write_worker(src)
+    p = subprocess.run([str(BIN / "python"), str(script)], cwd=script.parent, env={**ENV, **(env or {})},
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=timeout)
+    return p.stdout
+
+
+def save(id_: str, name: str, text: str) -> None:
+    d = ROOT / "src" / "traintriage" / "kb" / "examples" / id_
+    d.mkdir(parents=True, exist_ok=True)
+    (d / name).write_text(text)
+    print(f"wrote {d / name} ({len(text.splitlines())} lines)")
+# ---- end helpers ----
+
+WORKER = r'''
+import logging, os, time
+import torch, torch.distributed as dist, torch.nn as nn
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.checkpoint import checkpoint
+
+MODE = os.environ.get("EXAMPLE_MODE", "reentrant")
+logging.basicConfig(format=f"%(asctime)s [rank{os.environ['RANK']}] %(levelname)s %(name)s: %(message)s",
+                    level=logging.INFO)
+log = logging.getLogger("train")
+
+
+class SharedBlockNet(nn.Module):
+    """ALBERT-style: one encoder block applied twice (shared weights), checkpointed."""
+
+    def __init__(self, d=32):
+        super().__init__()
+        self.embed = nn.Linear(16, d)
+        self.block = nn.Sequential(nn.Linear(d, d), nn.GELU(), nn.Linear(d, d))
+        self.head = nn.Linear(d, 4)
+        self.aux = nn.Linear(d, 4)  # only used by the "unused" negative
+
+    def forward(self, x):
+        h = self.embed(x)
+        for _ in range(2):
+            if MODE == "reentrant":
+                h = h + checkpoint(self.block, h, use_reentrant=True)
+            else:
+                h = h + self.block(h)
+        return self.head(h)
+
+
+dist.init_process_group("gloo")
+rank, world = dist.get_rank(), dist.get_world_size()
+torch.manual_seed(0)
+model = SharedBlockNet()
+ddp = DDP(model, find_unused_parameters=(MODE == "reentrant"))
+opt = torch.optim.AdamW(ddp.parameters(), lr=1e-3)
+if rank == 0:
+    log.info("world_size=%d params=%d gradient_checkpointing=%s find_unused_parameters=%s",
+             world, sum(p.numel() for p in model.parameters()), MODE == "reentrant", MODE == "reentrant")
+for step in range(1, 4):
+    t0 = time.time()
+    x = torch.randn(8, 16, requires_grad=(MODE == "reentrant"))
+    y = torch.randint(0, 4, (8,))
+    loss = nn.functional.cross_entropy(ddp(x), y)
+    loss.backward()
+    opt.step(); opt.zero_grad()
+    log.info("step %d loss %.4f step_time %.1f ms", step, loss.item(), (time.time() - t0) * 1000)
+dist.destroy_process_group()
+'''
+
+
+if __name__ == "__main__":
+    ID = "ddp-mark-ready-twice"
+    save(ID, "positive-1.log", torchrun(WORKER, ["--nproc-per-node", "2", "--tee", "3"]))
+    save(ID, "positive-2.log", labeled(WORKER, 4, "{rank}: ", epilogue=SRUN_EPILOGUE))
+    save(ID, "negative-1.log", torchrun(WORKER, ["--nproc-per-node", "2", "--tee", "3"],
+                                        env={"EXAMPLE_MODE": "unused-param"}))
