@@ -1,12 +1,14 @@
-"""The one pipeline every front door calls: sources -> scan -> mask -> place -> analyze.
+"""The one pipeline every front door calls: sources -> mask -> scan -> place -> analyze.
 
-The scanner reads raw bytes and emits only the lines that matched (and their
-neighbours); those lines are masked here, before anything parses, keeps, stores or
-shows them. Nothing else of the log leaves the scanner.
+Masking happens at ingest: each chunk is masked before the scanner reads it, so every
+line that anything later parses, keeps, stores or shows is already masked (unless a
+local CLI user turns it off). Placeholders are made consistent across sources with
+keyed digests; the key lives only for the run.
 """
 
 from __future__ import annotations
 
+import secrets
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -35,27 +37,12 @@ class Run:
     analysis: Analysis
 
 
-def mask_scans(scans: list[SourceScan]) -> None:
-    """Replace every materialised line by its masked form; one Masker per diagnosis."""
-    from traintriage.ingest.mask import Masker
-
-    masker = Masker()
-    for scan in scans:
-        for hit in scan.hits:
-            hit.before = [masker.mask_line(t) for t in hit.before]
-            hit.text = masker.mask_line(hit.text)
-            hit.after = [masker.mask_line(t) for t in hit.after]
-        scan.tail = [masker.mask_line(t) for t in scan.tail]
-
-
 def run(paths: list[str], *, mask: bool = True, jobs: int | None = None) -> tuple[Run, float]:
     started = time.perf_counter()
     sources = discover(paths)
     kb = load_kb()
     scanner = load_scanner()
-    scans = scan_sources(sources, jobs=jobs)
-    if mask:
-        mask_scans(scans)
+    scans = scan_sources(sources, jobs=jobs, mask_key=secrets.token_bytes(32) if mask else None)
     for scan in scans:
         scan.tail_time = _tail_time(scan)
     observations = place(scans, sources)

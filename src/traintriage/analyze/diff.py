@@ -73,15 +73,19 @@ def classify(message: str) -> Kind:
     return Kind.other
 
 
-def collect(sources: list[Source]) -> OrderedDict[str, Template]:
-    """Templates of every line, first occurrence kept; bounded like an LRU cache."""
+def collect(sources: list[Source], mask: bool = True) -> OrderedDict[str, Template]:
+    """Templates of every (masked) line, first occurrence kept; bounded like an LRU cache."""
+    from traintriage.ingest.mask import Masker
+
     templates: OrderedDict[str, Template] = OrderedDict()
     problems: list[ReadProblem] = []
+    masker = Masker() if mask else None
     for source in sources:
         number = 0
         stream = source.open()
         try:
-            for chunk in iter_chunks(stream, source.name, problems):
+            for raw_chunk in iter_chunks(stream, source.name, problems):
+                chunk = masker.mask_chunk(raw_chunk) if masker is not None else raw_chunk
                 if b"\x1b" in chunk:
                     chunk = ANSI_ESCAPE.sub(b"", chunk)
                 for raw in chunk.split(b"\n"):
@@ -106,19 +110,12 @@ def collect(sources: list[Source]) -> OrderedDict[str, Template]:
 
 
 def diff_runs(good: list[str], bad: list[str], limit: int = 30, mask: bool = True) -> list[Template]:
-    good_templates = collect(discover(good))
-    bad_templates = collect(discover(bad))
+    good_templates = collect(discover(good), mask)
+    bad_templates = collect(discover(bad), mask)
     new = [t for key, t in bad_templates.items() if key not in good_templates]
     _mark_known(new)
     new.sort(key=lambda t: (-t.score, t.source, t.line))
-    chosen = new[:limit]
-    if mask:
-        from traintriage.ingest.mask import Masker
-
-        masker = Masker()
-        for template in chosen:
-            template.example = masker.mask_line(template.example)
-    return chosen
+    return new[:limit]
 
 
 def _mark_known(templates: list[Template]) -> None:

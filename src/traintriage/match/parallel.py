@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import re
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import replace
 
@@ -20,9 +21,9 @@ MIN_BYTES_FOR_PROCESSES = 64 << 20
 MIN_SPLIT_BYTES = 128 << 20
 
 
-def _scan_one(job: tuple[int, Source]) -> SourceScan:
-    index, source = job
-    return scan_source(index, source, load_scanner())
+def _scan_one(job: tuple[int, Source, bytes | None]) -> SourceScan:
+    index, source, mask_key = job
+    return scan_source(index, source, load_scanner(), mask_key)
 
 
 def split_points(source: Source, pieces: int) -> list[tuple[int, int]]:
@@ -43,9 +44,47 @@ def split_points(source: Source, pieces: int) -> list[tuple[int, int]]:
     return list(zip(cuts, cuts[1:], strict=False))
 
 
+def renumber_placeholders(scans: list[SourceScan]) -> None:
+    """Give each masked value one placeholder across all scans (sources or shares of a file):
+    the scans numbered theirs independently; the keyed digests say which are the same value."""
+    global_names: dict[str, str] = {}
+    counts: dict[str, int] = {}
+    for scan in scans:
+        renames: dict[str, str] = {}
+        for local, digest in scan.placeholders.items():
+            name = global_names.get(digest)
+            if name is None:
+                kind = _PLACEHOLDER.fullmatch(local)
+                base = kind.group(1) if kind else local.strip("<>")
+                counts[base] = counts.get(base, 0) + 1
+                name = global_names[digest] = f"<{base}-{counts[base]}>"
+            if name != local:
+                renames[local] = name
+        scan.placeholders = {renames.get(k, k): v for k, v in scan.placeholders.items()}
+        if renames:
+            _rename(scan, renames)
+
+
+_PLACEHOLDER = re.compile(r"<([A-Z][A-Z0-9_]*)-(\d+)>")
+
+
+def _rename(scan: SourceScan, renames: dict[str, str]) -> None:
+    def swap(text: str) -> str:
+        return _PLACEHOLDER.sub(lambda m: renames.get(m.group(0), m.group(0)), text) if "<" in text else text
+
+    for hit in scan.hits:
+        hit.text = swap(hit.text)
+        hit.before = [swap(t) for t in hit.before]
+        hit.after = [swap(t) for t in hit.after]
+    scan.tail = [swap(t) for t in scan.tail]
+
+
 def merge(index: int, parts: list[SourceScan]) -> SourceScan:
+    """One scan from the in-order shares of a split file."""
+    renumber_placeholders(parts)
     merged = SourceScan(source=index)
     for part in parts:
+        merged.placeholders.update(part.placeholders)
         shift = merged.lines
         for hit in part.hits:
             hit.line += shift
@@ -61,24 +100,28 @@ def merge(index: int, parts: list[SourceScan]) -> SourceScan:
     return merged
 
 
-def scan_sources(sources: list[Source], jobs: int | None = None) -> list[SourceScan]:
+def scan_sources(sources: list[Source], jobs: int | None = None, mask_key: bytes | None = None) -> list[SourceScan]:
     """In-process for small inputs (process start-up would dominate), else a process pool."""
     workers = jobs or os.cpu_count() or 1
     total = sum(s.size or 0 for s in sources)
     scanner = load_scanner()
     if workers <= 1 or total < MIN_BYTES_FOR_PROCESSES or any(s.path is None for s in sources):
-        return [scan_source(i, s, scanner) for i, s in enumerate(sources)]
-    jobs_list: list[tuple[int, Source]] = []
+        scans = [scan_source(i, s, scanner, mask_key) for i, s in enumerate(sources)]
+        renumber_placeholders(scans)
+        return scans
+    jobs_list: list[tuple[int, Source, bytes | None]] = []
     for index, source in enumerate(sources):
         if source.splittable and (source.size or 0) >= MIN_SPLIT_BYTES and len(sources) < workers:
             for span in split_points(source, workers):
-                jobs_list.append((index, replace(source, span=span)))
+                jobs_list.append((index, replace(source, span=span), mask_key))
         else:
-            jobs_list.append((index, source))
+            jobs_list.append((index, source, mask_key))
     context = multiprocessing.get_context("fork")
     with ProcessPoolExecutor(max_workers=min(workers, len(jobs_list)), mp_context=context) as pool:
         results = list(pool.map(_scan_one, jobs_list, chunksize=max(1, len(jobs_list) // (workers * 4))))
     grouped: dict[int, list[SourceScan]] = {}
-    for (index, _), result in zip(jobs_list, results, strict=True):
+    for (index, _, _), result in zip(jobs_list, results, strict=True):
         grouped.setdefault(index, []).append(result)
-    return [merge(index, parts) if len(parts) > 1 else parts[0] for index, parts in sorted(grouped.items())]
+    scans = [merge(index, parts) if len(parts) > 1 else parts[0] for index, parts in sorted(grouped.items())]
+    renumber_placeholders(scans)
+    return scans

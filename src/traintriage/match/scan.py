@@ -12,6 +12,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from traintriage.ingest.chunks import ReadProblem, iter_chunks
+from traintriage.ingest.mask import Masker
 from traintriage.ingest.sources import Source
 from traintriage.match.compiler import CONTEXT_HITS, PatternInfo, Scanner
 from traintriage.parse.metrics import MetricPoint, MetricSampler, parse_sampled
@@ -46,6 +47,7 @@ class SourceScan:
     tail: list[str] = field(default_factory=list)
     problems: list[ReadProblem] = field(default_factory=list)
     tail_time: float | None = None
+    placeholders: dict[str, str] = field(default_factory=dict)
 
 
 def decode_line(raw: bytes, hit_offset: int | None = None) -> str:
@@ -88,9 +90,17 @@ def _context(chunk: bytes, start: int, end: int) -> tuple[list[str], list[str]]:
     return [decode_line(b) for b in before], [decode_line(a) for a in after]
 
 
-def scan_source(index: int, source: Source, scanner: Scanner, chunk_size: int | None = None) -> SourceScan:
-    """Scan one source; one newline-count pass per chunk numbers hits and sampled metric lines."""
+def scan_source(
+    index: int, source: Source, scanner: Scanner, mask_key: bytes | None = None, chunk_size: int | None = None
+) -> SourceScan:
+    """Scan one source; one newline-count pass per chunk numbers hits and sampled metric lines.
+
+    With a `mask_key`, every chunk is masked before the scanner reads it, so no unmasked
+    byte reaches a hit, a context line or the tail; placeholders come back with keyed
+    digests of their values for renumbering across sources.
+    """
     result = SourceScan(source=index)
+    masker = _primed_masker(source) if mask_key is not None else None
     table = scanner.table
     kept: dict[int, int] = defaultdict(int)
     with_context: dict[int, int] = defaultdict(int)
@@ -106,9 +116,11 @@ def scan_source(index: int, source: Source, scanner: Scanner, chunk_size: int | 
     previous_tail = b""
     try:
         for chunk in iter_chunks(stream, source.name, result.problems, **({"chunk_size": chunk_size} if chunk_size else {})):
+            result.bytes += len(chunk)
+            if masker is not None:
+                chunk = masker.mask_chunk(chunk)
             if b"\x1b" in chunk:
                 chunk = ANSI_ESCAPE.sub(b"", chunk)
-            result.bytes += len(chunk)
             matches.clear()
             scanner.database.scan(chunk, match_event_handler=on_match)
             events = _line_events(chunk, matches, table, kept, result.counts)
@@ -144,12 +156,30 @@ def scan_source(index: int, source: Source, scanner: Scanner, chunk_size: int | 
         if source.path is not None:
             stream.close()
     result.lines = line_base
+    if masker is not None and mask_key is not None:
+        result.placeholders = masker.placeholder_digests(mask_key)
     tail = [decode_line(line) for line in previous_tail.split(b"\n")[-TAIL_LINES - 1 :]]
     result.tail = [t for t in tail if t.strip()][-TAIL_LINES:]
     return result
 
 
 _METRIC = -1
+PRIME_BYTES = 64 << 10
+
+
+def _primed_masker(source: Source) -> Masker:
+    """A masker for this source; a share of a split file first reads the 64 KB before it, so
+    a private-key block or a key=value that straddles the split point is still masked."""
+    masker = Masker()
+    if source.span is not None and source.span[0] > 0 and source.path is not None:
+        start = source.span[0]
+        with open(source.path, "rb") as handle:
+            handle.seek(max(0, start - PRIME_BYTES))
+            before = handle.read(min(start, PRIME_BYTES))
+        if start > PRIME_BYTES:
+            before = before[before.find(b"\n") + 1 :]
+        masker.mask_chunk(before)
+    return masker
 
 
 def _line_events(

@@ -1,0 +1,114 @@
+"""One Hyperscan pass over a whole chunk tells which lines may hold which secrets.
+
+All detectors' prefilter patterns form one database, compiled once per process. Scanning
+is done in C over megabytes at a time; Python only groups the reported end offsets into
+lines. Learned values (secrets seen once, searched for everywhere after) form a second,
+small literal database that is rebuilt when the set grows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import lru_cache
+
+import hyperscan
+
+from traintriage.ingest.mask.model import Detector
+
+LineHits = dict[int, int]
+"""Line start offset -> bitmask of the ids (detector indexes or learned-literal indexes) seen on it."""
+
+
+class Prefilter:
+    """A compiled Hyperscan database and the scratch space one masker scans it with."""
+
+    def __init__(self, database: hyperscan.Database) -> None:
+        self._database = database
+        self._scratch = hyperscan.Scratch(database)
+
+    def scan(self, data: bytes, hits: LineHits | None = None) -> LineHits:
+        """Map every line of ``data`` that some pattern matched to the ids that matched it."""
+        ends: list[tuple[int, int]] = []
+        append = ends.append
+
+        def on_match(pattern_id: int, start: int, end: int, flags: int, context: object) -> None:
+            append((end, pattern_id))
+
+        self._database.scan(data, match_event_handler=on_match, scratch=self._scratch)
+        lines: LineHits = {} if hits is None else hits
+        if not ends:
+            return lines
+        ends.sort()
+        line_end = -1
+        line_start = 0
+        bits = 0
+        rfind, find, size = data.rfind, data.find, len(data)
+        for end, pattern_id in ends:
+            if end > line_end:
+                if line_end >= 0:
+                    lines[line_start] = lines.get(line_start, 0) | bits
+                line_start = rfind(b"\n", 0, end) + 1
+                newline = find(b"\n", end)
+                line_end = size if newline < 0 else newline
+                bits = 0
+            bits |= 1 << pattern_id
+        lines[line_start] = lines.get(line_start, 0) | bits
+        return lines
+
+
+def _hs_escape(literal: bytes) -> bytes:
+    return b"".join(bytes([c]) if chr(c).isalnum() and c < 128 else b"\\x%02x" % c for c in literal)
+
+
+@lru_cache(maxsize=8)
+def detector_database(detectors: tuple[Detector, ...]) -> hyperscan.Database:
+    """Compile the prefilter patterns of ``detectors``; pattern id = detector index."""
+    expressions: list[bytes] = []
+    ids: list[int] = []
+    flags: list[int] = []
+    for index, detector in enumerate(detectors):
+        flag = hyperscan.HS_FLAG_CASELESS if detector.caseless_prefilter else 0
+        for pattern in detector.prefilter:
+            expressions.append(pattern.encode("ascii"))
+            ids.append(index)
+            flags.append(flag)
+    database = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
+    database.compile(expressions=expressions, ids=ids, elements=len(expressions), flags=flags)
+    return database
+
+
+class LiteralFilter:
+    """Lines holding any of a few literal values; Hyperscan, or ``bytes.find`` if it refuses them."""
+
+    def __init__(self, literals: Sequence[bytes]) -> None:
+        self._literals = list(literals)
+        try:
+            self._prefilter: Prefilter | None = Prefilter(literal_database(self._literals))
+        except hyperscan.error:
+            self._prefilter = None
+
+    def scan(self, data: bytes) -> LineHits:
+        """Line start -> bitmask of the positions (in ``literals``) of the values on that line."""
+        if self._prefilter is not None:
+            return self._prefilter.scan(data)
+        lines: LineHits = {}
+        for position, literal in enumerate(self._literals):
+            at = data.find(literal)
+            while at >= 0:
+                start = data.rfind(b"\n", 0, at) + 1
+                lines[start] = lines.get(start, 0) | (1 << position)
+                at = data.find(literal, at + len(literal))
+        return lines
+
+
+def literal_database(literals: Sequence[bytes]) -> hyperscan.Database:
+    """Compile learned values as literals; pattern id = position in ``literals``."""
+    database = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
+    expressions = [_hs_escape(literal) for literal in literals]
+    database.compile(
+        expressions=expressions,
+        ids=list(range(len(expressions))),
+        elements=len(expressions),
+        flags=[0] * len(expressions),
+    )
+    return database
