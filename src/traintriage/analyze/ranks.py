@@ -17,8 +17,8 @@ from traintriage.analyze.observations import Observation
 from traintriage.analyze.scoring import Candidate
 from traintriage.parse.torchrun import FailureReport
 
-_FAULTY = re.compile(r"(?:check rank (\d+) logs for faulty rank|Rank (\d+) failed to pass monitoredBarrier|"
-                     r"waiting for send/recv from rank (\d+))")
+_FAILED_BARRIER = re.compile(r"Ranks? ((?:\d+(?:, ?)?)+) failed to pass monitoredBarrier")
+_FAULTY = re.compile(r"(?:check rank (\d+) logs for faulty rank|waiting for send/recv from rank (\d+))")
 _AGENT_FAILURE = re.compile(r"failed \(exitcode: (-?\d+)\) local_rank: (\d+)")
 _REPORT_RANK = re.compile(r"rank\s*: (\d+) \(local_rank")
 _LAST_COMPLETED = re.compile(r"last completed (?:NCCL )?work: (-?\d+)")
@@ -46,7 +46,14 @@ def earliest_rank(observations: list[Observation]) -> Observation | None:
 
 
 def named_faulty_rank(faulty: list[Observation]) -> SuspectRank | None:
-    """A rank that its peers name as faulty (gloo monitoredBarrier, TORCH_DISTRIBUTED_DEBUG)."""
+    """A rank named as faulty: monitored_barrier's coordinator names the ranks that never
+    arrived (`Ranks 1, 3 failed to pass monitoredBarrier`), which outranks the peers' pointer
+    to the coordinator (`Please check rank 0 logs for faulty rank`)."""
+    for observation in faulty:
+        match = _FAILED_BARRIER.search(observation.hit.text)
+        if match:
+            first = int(re.findall(r"\d+", match.group(1))[0])
+            return SuspectRank(first, None, f"failed to pass monitored_barrier ({match.group(0).strip()})")
     named: dict[int, int] = defaultdict(int)
     for observation in faulty:
         match = _FAULTY.search(observation.hit.text)

@@ -63,10 +63,10 @@ def hang_finding(
         laggard = watchdog_laggard(timeouts, seen)
         if laggard is not None:
             return HangFinding(0.85, laggard.rank, f"rank {laggard.rank}: {laggard.reason}{step_note}", first)
+        return None  # every rank timed out alike: the collective timeout itself is the finding
     stalled = _stalled_after_progress(scans, points)
     if stalled is not None:
-        return HangFinding(0.75 if timeouts else 0.7, _behind_rank(points), stalled + step_note,
-                           min(timeouts, key=lambda o: o.sort_key) if timeouts else None)
+        return HangFinding(0.7, _behind_rank(points), stalled + step_note, None)
     return None
 
 

@@ -88,7 +88,7 @@ INTERNAL_PATTERNS: tuple[InternalPattern, ...] = (
     ),
     InternalPattern(
         Internal.faulty_rank,
-        r"(?:check rank \d+ logs for faulty rank|Rank \d+ failed to pass monitoredBarrier|"
+        r"(?:check rank \d+ logs for faulty rank|Ranks? \d+(?:, ?\d+)* failed to pass monitoredBarrier|"
         r"waiting for send/recv from rank \d+)",
         256,
     ),

@@ -21,7 +21,7 @@ _GRAD = re.compile(r"grad[_ ]?norm['\"]?\s*[:=]?\s*['\"]?(" + _NUMBER + r")(?![\
 _LR = re.compile(r"(?:learning[_ ]rate|\blr)['\"]?\s*[:=]\s*['\"]?(" + _NUMBER + r")(?![\w.])", re.I)
 _STEP = re.compile(r"(?:\bglobal[_ ]step|\bstep|\biteration|\biter)\s*[:=]?\s*\[?\s*(\d+)", re.I)
 _STEP_TIME = re.compile(
-    r"(?:elapsed time per iteration \(ms\)|step[_ ]time|iter[_ ]time|\btime)\s*[:=]?\s*(\d+\.?\d*)\s*(ms|s)?\b", re.I
+    r"(?:elapsed time per iteration \(ms\)|step[_ ]time|iter[_ ]time|\btime)['\"]?\s*[:=]?\s*(\d+\.?\d*)\s*(ms|s)?\b", re.I
 )
 _THROUGHPUT = re.compile(r"(\d+\.?\d*)\s*(?:samples/s|tokens/s|it/s|samples/sec|tokens/sec)|"
                          r"(?:samples_per_second|tokens_per_second|throughput)['\"]?\s*[:=]\s*(\d+\.?\d*)", re.I)

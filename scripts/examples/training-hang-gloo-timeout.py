@@ -1,13 +1,13 @@
-"""Regenerate the real (gloo) example for nccl-watchdog-timeout (CPU, torchrun + gloo).
+"""Regenerate training-hang/positive-4.log (CPU, torchrun + gloo).
 
-positive-3.log: 2 ranks under `torchrun --tee 3`, process group timeout 20 s. At step 5
+positive-4.log: 2 ranks under `torchrun --tee 3`, process group timeout 20 s. At step 5
   rank 1 blocks for 40 s outside any collective (standing in for a stalled data read or
   a slow checkpoint write on one rank); rank 0 waits in all_reduce and the gloo backend
-  times it out: "Timed out waiting 20000ms for recv operation to complete". This is the
-  gloo form of the same failure class; the NCCL watchdog forms (positive-1/2) cannot be
-  produced without GPUs and are written from ProcessGroupNCCL.cpp.
+  times it out: "Timed out waiting 20000ms for recv operation to complete". Rank 1 is
+  the only rank that never reports the timeout, so the analysis names it as the rank
+  holding the others up (a hang), not the timeout itself.
 
-Run: .venv/bin/python scripts/examples/nccl-watchdog-timeout.py
+Run: .venv/bin/python scripts/examples/training-hang-gloo-timeout.py
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import tempfile
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 VENV = ROOT / ".venv" / "bin"
-OUT = ROOT / "src" / "traintriage" / "kb" / "examples" / "nccl-watchdog-timeout"
+OUT = ROOT / "src" / "traintriage" / "kb" / "examples" / "training-hang"
 
 TRAIN = r'''
 import datetime, time
@@ -57,4 +57,4 @@ def run(cmd: list[str], out: pathlib.Path) -> None:
 
 if __name__ == "__main__":
     run([str(VENV / "torchrun"), "--nproc-per-node", "2", "--master-port", "29721", "--tee", "3",
-         "train.py"], OUT / "positive-3.log")
+         "train.py"], OUT / "positive-4.log")
