@@ -10,7 +10,13 @@ neighbouring class (an unused parameter without find_unused_parameters).
     .venv/bin/python scripts/examples/ddp-mark-ready-twice.py
 """
 # ---- launcher helpers (self-contained; each scripts/examples/*.py carries its own copy) ----
-import os, pathlib, socket, subprocess, sys, tempfile, threading, time
+import os
+import pathlib
+import socket
+import subprocess
+import tempfile
+import threading
+import time
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 BIN = ROOT / ".venv" / "bin"

@@ -9,7 +9,13 @@ checkpoint into a model of a different size (state-dict mismatch: same words, ot
     .venv/bin/python scripts/examples/ddp-model-mismatch.py
 """
 # ---- launcher helpers (self-contained; each scripts/examples/*.py carries its own copy) ----
-import os, pathlib, socket, subprocess, sys, tempfile, threading, time
+import os
+import pathlib
+import socket
+import subprocess
+import tempfile
+import threading
+import time
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 BIN = ROOT / ".venv" / "bin"

@@ -7,7 +7,13 @@ Run: .venv/bin/python scripts/examples/embedding-index-out-of-range.py
 """
 ID = "embedding-index-out-of-range"
 # --- runner: re-executes this file as the training script and saves its real output ---
-import os, pathlib, re, shutil, socket, subprocess, sys
+import os
+import pathlib
+import re
+import shutil
+import socket
+import subprocess
+import sys
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 OUT = ROOT / "src/traintriage/kb/examples" / ID
@@ -45,6 +51,7 @@ def run(name: str, mode: str, nproc: int = 0, env: dict | None = None) -> str:
 
 def train(mode: str) -> None:
     import logging
+
     import torch
     import torch.nn as nn
 

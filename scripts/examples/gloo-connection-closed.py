@@ -12,7 +12,13 @@ negative-1: the full picture of positive-1's run (both nodes, `srun --label`): r
     .venv/bin/python scripts/examples/gloo-connection-closed.py
 """
 # ---- launcher helpers (self-contained; each scripts/examples/*.py carries its own copy) ----
-import os, pathlib, socket, subprocess, sys, tempfile, threading, time
+import os
+import pathlib
+import socket
+import subprocess
+import tempfile
+import threading
+import time
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 BIN = ROOT / ".venv" / "bin"

@@ -8,7 +8,13 @@ Run: .venv/bin/python scripts/examples/grad-scaler-fp16-params.py
 """
 ID = "grad-scaler-fp16-params"
 # --- runner: re-executes this file as the training script and saves its real output ---
-import os, pathlib, re, shutil, socket, subprocess, sys
+import os
+import pathlib
+import re
+import shutil
+import socket
+import subprocess
+import sys
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 OUT = ROOT / "src/traintriage/kb/examples" / ID

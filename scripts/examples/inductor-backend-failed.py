@@ -9,7 +9,13 @@ Run: .venv/bin/python scripts/examples/inductor-backend-failed.py
 """
 ID = "inductor-backend-failed"
 # --- runner: re-executes this file as the training script and saves its real output ---
-import os, pathlib, re, shutil, socket, subprocess, sys
+import os
+import pathlib
+import re
+import shutil
+import socket
+import subprocess
+import sys
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 OUT = ROOT / "src/traintriage/kb/examples" / ID
@@ -47,8 +53,8 @@ def run(name: str, mode: str, nproc: int = 0, env: dict | None = None) -> str:
 
 def train(mode: str) -> None:
     import torch
-    import torch.nn as nn
     import torch._inductor.config as inductor_config
+    import torch.nn as nn
 
     def fuse_bias_gelu(graph):
         # a hand-written fusion pass (as in a vendor/plugin backend) that assumes every

@@ -11,7 +11,13 @@ Run: .venv/bin/python scripts/examples/kernel-not-implemented-for-dtype.py
 """
 ID = "kernel-not-implemented-for-dtype"
 # --- runner: re-executes this file as the training script and saves its real output ---
-import os, pathlib, re, shutil, socket, subprocess, sys
+import os
+import pathlib
+import re
+import shutil
+import socket
+import subprocess
+import sys
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 OUT = ROOT / "src/traintriage/kb/examples" / ID

@@ -9,7 +9,13 @@ Run: .venv/bin/python scripts/examples/leaf-inplace-requires-grad.py
 """
 ID = "leaf-inplace-requires-grad"
 # --- runner: re-executes this file as the training script and saves its real output ---
-import os, pathlib, re, shutil, socket, subprocess, sys
+import os
+import pathlib
+import re
+import shutil
+import socket
+import subprocess
+import sys
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 OUT = ROOT / "src/traintriage/kb/examples" / ID
@@ -47,6 +53,7 @@ def run(name: str, mode: str, nproc: int = 0, env: dict | None = None) -> str:
 
 def train(mode: str) -> None:
     import math
+
     import torch
     import torch.nn as nn
 

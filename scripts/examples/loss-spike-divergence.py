@@ -11,7 +11,13 @@ Run: .venv/bin/python scripts/examples/loss-spike-divergence.py
 """
 ID = "loss-spike-divergence"
 # --- runner: re-executes this file as the training script and saves its real output ---
-import os, pathlib, re, shutil, socket, subprocess, sys
+import os
+import pathlib
+import re
+import shutil
+import socket
+import subprocess
+import sys
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 OUT = ROOT / "src/traintriage/kb/examples" / ID
@@ -49,6 +55,7 @@ def run(name: str, mode: str, nproc: int = 0, env: dict | None = None) -> str:
 
 def train(mode: str) -> None:
     import math
+
     import torch
     import torch.nn as nn
 

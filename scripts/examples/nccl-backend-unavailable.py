@@ -14,7 +14,13 @@ negative-3: the same request through torch.multiprocessing.spawn (ProcessRaisedE
     .venv/bin/python scripts/examples/nccl-backend-unavailable.py
 """
 # ---- launcher helpers (self-contained; each scripts/examples/*.py carries its own copy) ----
-import os, pathlib, socket, subprocess, sys, tempfile, threading, time
+import os
+import pathlib
+import socket
+import subprocess
+import tempfile
+import threading
+import time
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 BIN = ROOT / ".venv" / "bin"

@@ -10,7 +10,13 @@ GLOO_SOCKET_IFNAME set to an interface that does not exist here.
     .venv/bin/python scripts/examples/nccl-no-socket-interface.py
 """
 # ---- launcher helpers (self-contained; each scripts/examples/*.py carries its own copy) ----
-import os, pathlib, socket, subprocess, sys, tempfile, threading, time
+import os
+import pathlib
+import socket
+import subprocess
+import tempfile
+import threading
+import time
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 BIN = ROOT / ".venv" / "bin"

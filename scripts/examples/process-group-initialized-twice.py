@@ -11,7 +11,13 @@ negative-1: the same helper guarded with `dist.is_initialized()`: it logs that t
     .venv/bin/python scripts/examples/process-group-initialized-twice.py
 """
 # ---- launcher helpers (self-contained; each scripts/examples/*.py carries its own copy) ----
-import os, pathlib, socket, subprocess, sys, tempfile, threading, time
+import os
+import pathlib
+import socket
+import subprocess
+import tempfile
+import threading
+import time
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 BIN = ROOT / ".venv" / "bin"

@@ -9,7 +9,13 @@ negative-1: a KeyError from the data pipeline in a healthy-looking launcher setu
     .venv/bin/python scripts/examples/process-group-not-initialized.py
 """
 # ---- launcher helpers (self-contained; each scripts/examples/*.py carries its own copy) ----
-import os, pathlib, socket, subprocess, sys, tempfile, threading, time
+import os
+import pathlib
+import socket
+import subprocess
+import tempfile
+import threading
+import time
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 BIN = ROOT / ".venv" / "bin"

@@ -13,7 +13,13 @@ negative-1: both consoles `srun --label` style: node 1's FileNotFoundError is th
     .venv/bin/python scripts/examples/rendezvous-closed.py
 """
 # ---- launcher helpers (self-contained; each scripts/examples/*.py carries its own copy) ----
-import os, pathlib, socket, subprocess, sys, tempfile, threading, time
+import os
+import pathlib
+import socket
+import subprocess
+import tempfile
+import threading
+import time
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 BIN = ROOT / ".venv" / "bin"

@@ -14,7 +14,14 @@ negative-1: a rendezvous that completes after a slow node joins, then trains nor
     .venv/bin/python scripts/examples/rendezvous-timeout.py
 """
 # ---- launcher helpers (self-contained; each scripts/examples/*.py carries its own copy) ----
-import os, pathlib, socket, subprocess, sys, tempfile, threading, time
+import os
+import pathlib
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 BIN = ROOT / ".venv" / "bin"

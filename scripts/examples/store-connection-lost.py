@@ -15,7 +15,13 @@ negative-1: rank 0 on node 0 fails with a real error (embedding index out of ran
     .venv/bin/python scripts/examples/store-connection-lost.py
 """
 # ---- launcher helpers (self-contained; each scripts/examples/*.py carries its own copy) ----
-import os, pathlib, socket, subprocess, sys, tempfile, threading, time
+import os
+import pathlib
+import socket
+import subprocess
+import tempfile
+import threading
+import time
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 BIN = ROOT / ".venv" / "bin"

@@ -22,7 +22,14 @@ negative-1: one long pause (rank 0 writes a checkpoint for ~8 s while the others
 Each run is < 60 s.   .venv/bin/python scripts/examples/training-hang.py
 """
 # ---- launcher helpers (self-contained; each scripts/examples/*.py carries its own copy) ----
-import os, pathlib, socket, subprocess, sys, tempfile, threading, time
+import os
+import pathlib
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 BIN = ROOT / ".venv" / "bin"

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-from tests.cli.conftest import Result
 
+from tests.cli.conftest import Result
 from traintriage.report.model import SCHEMA_PATH
 
 OOM = (

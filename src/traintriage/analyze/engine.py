@@ -22,6 +22,8 @@ from traintriage.parse.traceback import Traceback, parse_traceback
 
 THRESHOLD = 0.3
 EXPLAINS_MARGIN = 0.15
+EXCUSED_FACTOR = 0.85
+IGNORED_SPAN = 30
 _COLLATERAL_SIGNAL = re.compile(r"SIGTERM|SIGHUP|SIGINT|Signal 15\b|got signal: 15")
 
 
@@ -76,8 +78,9 @@ def _observation_at(observations: list[Observation], point: MetricPoint) -> Obse
 def analyze(
     observations: list[Observation], scans: list[SourceScan], kb: KnowledgeBase, scanner: Scanner
 ) -> Analysis:
-    candidates = score_entries(observations, kb, scanner)
+    candidates = score_entries(observations, kb, scanner, ignored_exception_lines(observations, scanner))
     points = _metric_points(observations, scans, scanner)
+    _settle_excused(candidates, points, bool(_internal(observations, scanner, Internal.completion)))
     seen_ranks = {o.rank for o in observations if o.rank is not None} | {p.rank for p in points if p.rank is not None}
     findings = _curve_findings(observations, scanner, points, candidates)
     anomalies = [f for f in findings if f is not None]
@@ -120,6 +123,21 @@ def analyze(
     return Analysis(ranked=ranked, root=root, collateral=collateral, suspects=suspects,
                     initiating_rank=initiating, seen_ranks=seen_ranks, anomalies=anomalies,
                     environment=environment, traceback=traceback, salient=salient, confidence=confidence)
+
+
+def _settle_excused(candidates: dict[str, Candidate], points: list[MetricPoint], completed: bool) -> None:
+    """Lines an `excludes` pattern excused (an OOM the trainer says it recovers from) count
+    only when training made no progress after them and never completed: then the recovery
+    failed."""
+    for entry_id, candidate in list(candidates.items()):
+        if not candidate.excused:
+            continue
+        last = max(candidate.roots, key=lambda o: (o.hit.source, o.hit.line))
+        if completed or any(p.source == last.hit.source and p.line > last.hit.line for p in points):
+            del candidates[entry_id]
+        else:
+            candidate.score *= EXCUSED_FACTOR
+            candidate.reason += "; no progress after the recovery attempt"
 
 
 def _metric_points(observations: list[Observation], scans: list[SourceScan], scanner: Scanner) -> list[MetricPoint]:
@@ -239,12 +257,35 @@ def _salient(observations: list[Observation], scanner: Scanner) -> list[Observat
 
 
 def failure_indicated(observations: list[Observation], scanner: Scanner) -> bool:
-    """Did anything fail, whatever the KB says? Uncaught exceptions, fatal signals, non-zero exits."""
+    """Did anything fail, whatever the KB says? Uncaught exceptions, fatal signals, non-zero
+    exits; not the exceptions Python reports as ignored, nor noise after training completed."""
     exits = [o for o in _internal(observations, scanner, Internal.exit_code)
              if re.search(r"(?:exitcode\s*:\s*-?[1-9]|(?:code|status)[: ]+-?[1-9])", o.hit.text)]
-    tracebacks = _internal(observations, scanner, Internal.traceback)
+    ignored = _internal(observations, scanner, Internal.exception_ignored)
+    tracebacks = [o for o in _internal(observations, scanner, Internal.traceback) if not _follows(o, ignored, 2)]
     signals = _internal(observations, scanner, Internal.fatal_signal)
-    return bool(exits or signals or tracebacks)
+    failures = exits + signals + tracebacks
+    completed = _internal(observations, scanner, Internal.completion)
+    if completed and failures:
+        first_done = min(completed, key=_position)
+        failures = [o for o in failures if _position(o) < _position(first_done)]
+    return bool(failures)
+
+
+def _position(observation: Observation) -> tuple[int, int]:
+    return (observation.hit.source, observation.hit.line)
+
+
+def _follows(observation: Observation, anchors: list[Observation], within: int) -> bool:
+    """Whether the observation comes at most `within` lines after one of the anchors."""
+    return any(a.hit.source == observation.hit.source and 0 < observation.hit.line - a.hit.line <= within
+               for a in anchors)
+
+
+def ignored_exception_lines(observations: list[Observation], scanner: Scanner) -> set[int]:
+    """Observation orders of lines inside a traceback Python printed as `Exception ignored in`."""
+    ignored = _internal(observations, scanner, Internal.exception_ignored)
+    return {o.order for o in observations if _follows(o, ignored, IGNORED_SPAN)} if ignored else set()
 
 
 def _confidence(rivals: list[Candidate], ranked: list[Candidate]) -> dict[str, float]:

@@ -18,7 +18,8 @@ from traintriage.analyze.scoring import Candidate
 from traintriage.parse.torchrun import FailureReport
 
 _FAILED_BARRIER = re.compile(r"Ranks? ((?:\d+(?:, ?)?)+) failed to pass monitoredBarrier")
-_FAULTY = re.compile(r"(?:check rank (\d+) logs for faulty rank|waiting for send/recv from rank (\d+))")
+_FAULTY = re.compile(r"(?:check rank (\d+) logs for faulty rank|waiting for send/recv from rank (\d+)|"
+                     r"Culprit rank (\d+); Error type)")
 _AGENT_FAILURE = re.compile(r"failed \(exitcode: (-?\d+)\) local_rank: (\d+)")
 _REPORT_RANK = re.compile(r"rank\s*: (\d+) \(local_rank")
 _LAST_COMPLETED = re.compile(r"last completed (?:NCCL )?work: (-?\d+)")

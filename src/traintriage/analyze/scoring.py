@@ -30,6 +30,7 @@ class Candidate:
     supporting: list[Observation] = field(default_factory=list)
     reason: str = ""
     signatures: frozenset[str] = frozenset()
+    excused: bool = False
 
     @property
     def first(self) -> Observation | None:
@@ -53,12 +54,17 @@ def _excluded(observation: Observation, entry_id: str, excludes: dict[str, list[
     return False
 
 
-def score_entries(observations: list[Observation], kb: KnowledgeBase, scanner: Scanner) -> dict[str, Candidate]:
+def score_entries(
+    observations: list[Observation], kb: KnowledgeBase, scanner: Scanner, ignored: frozenset[int] | set[int] = frozenset()
+) -> dict[str, Candidate]:
+    """Candidates from signature hits; lines in `ignored` (exceptions Python swallowed) do not count."""
     table = scanner.table
     roots: dict[str, list[tuple[Observation, int]]] = defaultdict(list)
     supporting: dict[str, list[tuple[Observation, int]]] = defaultdict(list)
     excludes: dict[str, list[Observation]] = defaultdict(list)
     for observation in observations:
+        if observation.order in ignored:
+            continue
         for pattern in observation.hit.patterns:
             info = table[pattern]
             if info.kind is PatternKind.exclude:
@@ -71,8 +77,8 @@ def score_entries(observations: list[Observation], kb: KnowledgeBase, scanner: S
     candidates: dict[str, Candidate] = {}
     for entry_id, hits in roots.items():
         kept = [(o, p) for o, p in hits if not _excluded(o, entry_id, excludes)]
-        if not kept:
-            continue
+        excused = not kept
+        kept = kept or hits
         entry = kb.entries[entry_id]
         support = supporting.get(entry_id, [])
         if entry.specializes and not support:
@@ -92,6 +98,7 @@ def score_entries(observations: list[Observation], kb: KnowledgeBase, scanner: S
             supporting=[o for o, _ in support],
             reason=f"matched {', '.join(sorted(weights))}",
             signatures=frozenset(weights) | distinct_support,
+            excused=excused,
         )
     for candidate in list(candidates.values()):
         for generic in kb.entries[candidate.entry_id].specializes:

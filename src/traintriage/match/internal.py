@@ -28,6 +28,7 @@ class Internal(str, Enum):
     stack_dump = "stack-dump"
     agent_failure = "agent-failure"
     report_rank = "report-rank"
+    exception_ignored = "exception-ignored"
 
 
 @dataclass(frozen=True)
@@ -76,7 +77,8 @@ INTERNAL_PATTERNS: tuple[InternalPattern, ...] = (
     InternalPattern(
         Internal.completion,
         r"(?:Training completed\.|`Trainer\.fit` stopped|'train_runtime'|\btrain_runtime\s*=|Finished training|"
-        r"training (?:finished|complete)|\bdone training\b|Training finished)",
+        r"training (?:finished|complete)|\bdone training\b|Training finished|"
+        r"Waiting for W&B process to finish\.\.\. \(success\))",
         16,
     ),
     InternalPattern(
@@ -88,7 +90,7 @@ INTERNAL_PATTERNS: tuple[InternalPattern, ...] = (
     ),
     InternalPattern(
         Internal.faulty_rank,
-        r"(?:check rank \d+ logs for faulty rank|Ranks? \d+(?:, ?\d+)* failed to pass monitoredBarrier|"
+        r"(?:check rank \d+ logs for faulty rank|Culprit rank \d+; Error type|Ranks? \d+(?:, ?\d+)* failed to pass monitoredBarrier|"
         r"waiting for send/recv from rank \d+)",
         256,
     ),
@@ -98,6 +100,7 @@ INTERNAL_PATTERNS: tuple[InternalPattern, ...] = (
         r"Stack dump of)",
         64,
     ),
+    InternalPattern(Internal.exception_ignored, r"^(?:\S+: ?)?Exception ignored in: ", 256),
     InternalPattern(Internal.agent_failure, r"failed \(exitcode: -?\d+\) local_rank: \d+", 1024),
     InternalPattern(Internal.report_rank, r"^\s*rank\s*: \d+ \(local_rank: \d+\)", 1024),
     InternalPattern(

@@ -54,13 +54,14 @@ def _float(text: str | None) -> float | None:
 
 
 def parse_metric_line(line: str, source: int, number: int, rank: int | None = None) -> MetricPoint | None:
-    """A point when the line reports a loss; None for lines that only mention the word."""
+    """A point when the line reports a loss or a grad norm; None for lines that only mention them."""
     prefix = parse_prefix(line)
     body = prefix.message
     loss_match = _LOSS.search(body)
-    if not loss_match:
+    grad = _GRAD.search(body)
+    if not loss_match and not grad:
         return None
-    loss = _float(loss_match.group(1))
+    loss = _float(loss_match.group(1)) if loss_match else None
     step_match = _STEP.search(body)
     step_time: float | None = None
     time_match = _STEP_TIME.search(body)
@@ -72,7 +73,6 @@ def parse_metric_line(line: str, source: int, number: int, rank: int | None = No
     throughput = None
     if throughput_match:
         throughput = _float(throughput_match.group(1) or throughput_match.group(2))
-    grad = _GRAD.search(body)
     lr = _LR.search(body)
     return MetricPoint(
         source=source,
@@ -117,8 +117,7 @@ def parse_sampled(text: bytes, source: int, number: int) -> MetricPoint | None:
     line = text.decode("utf-8", "replace")
     if "\r" in line:
         line = line.rsplit("\r", 1)[-1] or line.replace("\r", "")
-    point = parse_metric_line(line, source, number)
-    return point if point is not None and point.loss is not None else None
+    return parse_metric_line(line, source, number)
 
 
 def is_finite(value: float | None) -> bool:
