@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from traintriage.analyze.engine import Analysis, analyze, failure_indicated
+from traintriage.analyze.engine import Analysis, analyze
 from traintriage.analyze.observations import Observation, place
 from traintriage.ingest.sources import Source, discover
 from traintriage.kb.loader import load_kb
@@ -47,16 +47,13 @@ def run(paths: list[str], *, mask: bool = True, jobs: int | None = None) -> tupl
         scan.tail_time = _tail_time(scan)
     observations = place(scans, sources)
     analysis = analyze(observations, scans, kb, scanner)
-    if analysis.root is None and not failure_indicated(observations, scanner):
-        analysis.salient = []
     return Run(sources=sources, scans=scans, observations=observations, analysis=analysis), started
 
 
 def diagnose(paths: list[str], *, mask: bool = True, jobs: int | None = None) -> Diagnosis:
     """Diagnose the logs at `paths` (files, directories, '-' for stdin)."""
     result, started = run(paths, mask=mask, jobs=jobs)
-    return build_diagnosis(result.sources, result.scans, result.observations, result.analysis,
-                           load_kb(), time.perf_counter() - started)
+    return build_diagnosis(result.sources, result.scans, result.analysis, load_kb(), time.perf_counter() - started)
 
 
 def _tail_time(scan: SourceScan) -> float | None:

@@ -16,3 +16,15 @@ def test_kb_lint_has_no_errors() -> None:
 def test_every_catalog_id_has_an_entry() -> None:
     report = lint()
     assert report.missing == []
+
+
+def test_a_signature_matching_routine_progress_lines_is_rejected() -> None:
+    from traintriage.kb.lint import healthy_lines, lint_entry
+    from traintriage.kb.loader import load_kb
+
+    entry = load_kb().entries["cuda-oom"]
+    noisy = entry.model_copy(update={"signatures": [*entry.signatures, entry.signatures[0].model_copy(
+        update={"id": "too-broad", "pattern": r"(?i)\bstep_time\b"})]})
+    problems = lint_entry(noisy, healthy_lines())
+    assert any("too-broad matches a healthy progress line" in p for p in problems)
+    assert not any("healthy" in p for p in lint_entry(entry, healthy_lines()))

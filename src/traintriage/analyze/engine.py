@@ -42,6 +42,7 @@ class Analysis:
     traceback: Traceback | None
     salient: list[Observation]
     confidence: dict[str, float]
+    failed: bool
 
 
 def _internal(observations: list[Observation], scanner: Scanner, kind: Internal) -> list[Observation]:
@@ -94,7 +95,7 @@ def analyze(
     straggling = curves.straggler(points)
     if straggling is not None:
         anomalies.append(straggling)
-        if "straggler-slow-rank" in kb.entries and not _has_crash(candidates, kb):
+        if "straggler-slow-rank" in kb.entries and not _has_crash(candidates):
             _add_finding(candidates, "straggler-slow-rank", 0.7, _observation_at(observations, straggling.point),
                          straggling.detail)
 
@@ -117,12 +118,14 @@ def analyze(
     environment = extract_environment([o.hit.text for o in _internal(observations, scanner, Internal.version)]
                                       + [o.hit.text for o in _internal(observations, scanner, Internal.gpu_model)])
     traceback = _root_traceback(root)
-    salient = _salient(observations, scanner) if root is None else []
+    failed = root is not None or failure_indicated(observations, scanner)
+    salient = _salient(observations, scanner) if root is None and failed else []
     explained = {c.entry_id for c, _ in collateral}
     confidence = _confidence([c for c in ranked if c.entry_id not in explained], ranked)
     return Analysis(ranked=ranked, root=root, collateral=collateral, suspects=suspects,
                     initiating_rank=initiating, seen_ranks=seen_ranks, anomalies=anomalies,
-                    environment=environment, traceback=traceback, salient=salient, confidence=confidence)
+                    environment=environment, traceback=traceback, salient=salient, confidence=confidence,
+                    failed=failed)
 
 
 def _settle_excused(candidates: dict[str, Candidate], points: list[MetricPoint], completed: bool) -> None:
@@ -154,7 +157,7 @@ def _metric_points(observations: list[Observation], scans: list[SourceScan], sca
     return points
 
 
-def _has_crash(candidates: dict[str, Candidate], kb: KnowledgeBase) -> bool:
+def _has_crash(candidates: dict[str, Candidate]) -> bool:
     return any(c.score >= THRESHOLD and c.nature is Nature.root and c.entry_id not in NO_PROGRESS
                for c in candidates.values())
 

@@ -45,7 +45,18 @@ def example_files(entry_id: str, kind: str) -> list[Path]:
     return sorted((EXAMPLES_DIR / entry_id).glob(f"{kind}-*.log"))
 
 
-def lint_entry(entry: Entry) -> list[str]:
+HEALTHY_LINES = Path(__file__).with_name("healthy-lines.txt")
+
+
+def healthy_lines() -> list[str]:
+    """Routine progress lines of healthy runs (the file's own comment lines excluded)."""
+    return [line for line in HEALTHY_LINES.read_text(encoding="utf-8").splitlines()
+            if line.strip() and not line.startswith("#")]
+
+
+def lint_entry(entry: Entry, healthy: list[str] | None = None) -> list[str]:
+    import re2
+
     from traintriage.match.compiler import check_pattern
 
     problems = []
@@ -53,6 +64,10 @@ def lint_entry(entry: Entry) -> list[str]:
         why = check_pattern(signature.pattern)
         if why:
             problems.append(f"{entry.id}: signature {signature.id}: {why}")
+            continue
+        noisy = next((line for line in healthy or [] if re2.search(signature.pattern, line)), None)
+        if noisy is not None and signature.role is not Role.collateral:
+            problems.append(f"{entry.id}: signature {signature.id} matches a healthy progress line: {noisy[:80]!r}")
     for number, pattern in enumerate(entry.excludes):
         why = check_pattern(pattern)
         if why:
@@ -70,6 +85,7 @@ def lint_entry(entry: Entry) -> list[str]:
 
 def lint(catalog: Path | None = None) -> LintReport:
     report = LintReport()
+    healthy = healthy_lines()
     entries: dict[str, Entry] = {}
     for path in entry_files(ENTRIES_DIR):
         try:
@@ -80,7 +96,7 @@ def lint(catalog: Path | None = None) -> LintReport:
         if entry.id in entries:
             report.errors.append(f"duplicate id {entry.id}")
         entries[entry.id] = entry
-        report.errors.extend(lint_entry(entry))
+        report.errors.extend(lint_entry(entry, healthy))
     report.entries = len(entries)
     try:
         check_links(entries)

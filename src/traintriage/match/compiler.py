@@ -22,6 +22,7 @@ from traintriage.kb.schema import Role
 from traintriage.match.internal import INTERNAL_PATTERNS, Internal
 
 SIGNATURE_CAP = 4096
+SUPPORTING_CAP = 64
 CONTEXT_HITS = 6
 
 
@@ -63,7 +64,7 @@ def pattern_table(kb: KnowledgeBase) -> list[PatternInfo]:
                 PatternInfo(
                     kind=PatternKind.signature,
                     regex=sig.pattern,
-                    cap=SIGNATURE_CAP,
+                    cap=SUPPORTING_CAP if sig.role is Role.supporting else SIGNATURE_CAP,
                     context=sig.role is Role.root,
                     entry_id=entry.id,
                     signature_id=sig.id,

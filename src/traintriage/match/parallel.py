@@ -19,11 +19,21 @@ from traintriage.match.scan import SourceScan, scan_source
 
 MIN_BYTES_FOR_PROCESSES = 64 << 20
 MIN_SPLIT_BYTES = 128 << 20
+TOTAL_METRIC_POINTS = 40_000
+MIN_METRIC_POINTS = 64
 
 
-def _scan_one(job: tuple[int, Source, bytes | None]) -> SourceScan:
-    index, source, mask_key = job
-    return scan_source(index, source, load_scanner(), mask_key)
+Job = tuple[int, Source, bytes | None, int]
+
+
+def _scan_one(job: Job) -> SourceScan:
+    index, source, mask_key, budget = job
+    return scan_source(index, source, load_scanner(), mask_key, metric_budget=budget)
+
+
+def metric_budget(jobs: int) -> int:
+    """Curve points per scan job, so that the whole run keeps about TOTAL_METRIC_POINTS."""
+    return max(MIN_METRIC_POINTS, TOTAL_METRIC_POINTS // max(1, jobs))
 
 
 def split_points(source: Source, pieces: int) -> list[tuple[int, int]]:
@@ -106,21 +116,23 @@ def scan_sources(sources: list[Source], jobs: int | None = None, mask_key: bytes
     total = sum(s.size or 0 for s in sources)
     scanner = load_scanner()
     if workers <= 1 or total < MIN_BYTES_FOR_PROCESSES or any(s.path is None for s in sources):
-        scans = [scan_source(i, s, scanner, mask_key) for i, s in enumerate(sources)]
+        budget = metric_budget(len(sources))
+        scans = [scan_source(i, s, scanner, mask_key, metric_budget=budget) for i, s in enumerate(sources)]
         renumber_placeholders(scans)
         return scans
-    jobs_list: list[tuple[int, Source, bytes | None]] = []
+    shares: list[tuple[int, Source]] = []
     for index, source in enumerate(sources):
         if source.splittable and (source.size or 0) >= MIN_SPLIT_BYTES and len(sources) < workers:
-            for span in split_points(source, workers):
-                jobs_list.append((index, replace(source, span=span), mask_key))
+            shares.extend((index, replace(source, span=span)) for span in split_points(source, workers))
         else:
-            jobs_list.append((index, source, mask_key))
+            shares.append((index, source))
+    budget = metric_budget(len(shares))
+    jobs_list: list[Job] = [(index, source, mask_key, budget) for index, source in shares]
     context = multiprocessing.get_context("fork")
     with ProcessPoolExecutor(max_workers=min(workers, len(jobs_list)), mp_context=context) as pool:
         results = list(pool.map(_scan_one, jobs_list, chunksize=max(1, len(jobs_list) // (workers * 4))))
     grouped: dict[int, list[SourceScan]] = {}
-    for (index, _, _), result in zip(jobs_list, results, strict=True):
+    for (index, _, _, _), result in zip(jobs_list, results, strict=True):
         grouped.setdefault(index, []).append(result)
     scans = [merge(index, parts) if len(parts) > 1 else parts[0] for index, parts in sorted(grouped.items())]
     renumber_placeholders(scans)

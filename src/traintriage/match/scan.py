@@ -15,7 +15,7 @@ from traintriage.ingest.chunks import ReadProblem, iter_chunks
 from traintriage.ingest.mask import Masker
 from traintriage.ingest.sources import Source
 from traintriage.match.compiler import CONTEXT_HITS, PatternInfo, Scanner
-from traintriage.parse.metrics import MetricPoint, MetricSampler, parse_sampled
+from traintriage.parse.metrics import MAX_POINTS, MetricPoint, MetricSampler, parse_sampled
 
 ANSI_ESCAPE = re.compile(rb"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
 MAX_TEXT = 4000
@@ -91,7 +91,12 @@ def _context(chunk: bytes, start: int, end: int) -> tuple[list[str], list[str]]:
 
 
 def scan_source(
-    index: int, source: Source, scanner: Scanner, mask_key: bytes | None = None, chunk_size: int | None = None
+    index: int,
+    source: Source,
+    scanner: Scanner,
+    mask_key: bytes | None = None,
+    chunk_size: int | None = None,
+    metric_budget: int = MAX_POINTS,
 ) -> SourceScan:
     """Scan one source; one newline-count pass per chunk numbers hits and sampled metric lines.
 
@@ -104,7 +109,7 @@ def scan_source(
     table = scanner.table
     kept: dict[int, int] = defaultdict(int)
     with_context: dict[int, int] = defaultdict(int)
-    sampler = MetricSampler(source.size)
+    sampler = MetricSampler(source.size, metric_budget)
     matches: list[tuple[int, int]] = []
 
     def on_match(pattern: int, start: int, end: int, flags: int, context: object) -> bool | None:
@@ -147,6 +152,7 @@ def scan_source(
                     with_context[pattern] += 1
                     shift = len(previous_tail)
                     current.before, current.after = _context(previous_tail + chunk, start + shift, stop + shift)
+            result.metrics = sampler.thin(result.metrics)
             line_base += lines_before + chunk.count(b"\n", counted_to)
             if not chunk.endswith(b"\n"):
                 line_base += 1

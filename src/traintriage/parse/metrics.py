@@ -27,7 +27,7 @@ _THROUGHPUT = re.compile(r"(\d+\.?\d*)\s*(?:samples/s|tokens/s|it/s|samples/sec|
                          r"(?:samples_per_second|tokens_per_second|throughput)['\"]?\s*[:=]\s*(\d+\.?\d*)", re.I)
 
 MAX_POINTS = 4000
-SAMPLE_ABOVE = 4 << 20
+TYPICAL_LINE_BYTES = 100
 
 
 @dataclass(frozen=True)
@@ -90,11 +90,19 @@ def parse_metric_line(line: str, source: int, number: int, rank: int | None = No
 
 class MetricSampler:
     """Picks which loss lines of a chunk to parse: all of them in a small log, an evenly
-    spaced sample of about MAX_POINTS per source in a big one."""
+    spaced sample of about `budget` points in a big one. Memory stays bounded whatever the
+    input: past twice the budget, `thin` halves the points kept and doubles the stride."""
 
-    def __init__(self, source_size: int | None) -> None:
-        big = source_size is None or source_size > SAMPLE_ABOVE
-        self.stride = (source_size or SAMPLE_ABOVE * 64) // MAX_POINTS if big else 0
+    def __init__(self, source_size: int | None, budget: int = MAX_POINTS) -> None:
+        self.budget = budget
+        expected_lines = (source_size or 0) // TYPICAL_LINE_BYTES
+        self.stride = (source_size or 0) // budget if expected_lines > budget else 0
+
+    def thin(self, points: list[MetricPoint]) -> list[MetricPoint]:
+        if len(points) <= 2 * self.budget:
+            return points
+        self.stride = max(2 * self.stride, 1024)
+        return points[::2]
 
     def spans(self, chunk: bytes) -> list[tuple[int, int]]:
         """(start, stop) byte offsets of the sampled lines that mention a loss."""

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from traintriage.analyze.engine import Analysis, failure_indicated
+from traintriage.analyze.engine import Analysis
 from traintriage.analyze.observations import Observation
 from traintriage.analyze.scoring import Candidate
 from traintriage.ingest.sources import Source
 from traintriage.kb.loader import KnowledgeBase
-from traintriage.match.compiler import load_scanner
 from traintriage.match.scan import SourceScan
 from traintriage.report.model import (
     Anomaly,
@@ -78,7 +77,6 @@ def _timeline(analysis: Analysis) -> list[TimelineEvent]:
 def build_diagnosis(
     sources: list[Source],
     scans: list[SourceScan],
-    observations: list[Observation],
     analysis: Analysis,
     kb: KnowledgeBase,
     seconds: float,
@@ -90,7 +88,7 @@ def build_diagnosis(
     seen = sorted(analysis.seen_ranks)
     root = analysis.root
     if root is None:
-        failed = failure_indicated(observations, load_scanner())
+        failed = analysis.failed
         status = Status.unknown_failure if failed else Status.no_failure
         return Diagnosis(
             status=status,
