@@ -1,4 +1,5 @@
-"""Training-curve anomalies: NaN/Inf onset, loss spikes and divergence, stragglers.
+"""Training-curve anomalies: NaN/Inf onset, loss spikes and divergence, grad-norm explosions,
+throughput drops, stragglers.
 
 Spikes are judged against a rolling median of the same rank's recent losses (robust
 to noise and to the curve's own scale), never against a fixed threshold.
@@ -17,6 +18,8 @@ ROLLING = 20
 SPIKE_FACTOR = 4.0
 DIVERGED_FACTOR = 2.0
 STRAGGLER_FACTOR = 1.3
+GRAD_EXPLOSION_FACTOR = 10.0
+DROP_FACTOR = 2.0
 MIN_POINTS = 8
 
 
@@ -85,6 +88,42 @@ def spikes(points: list[MetricPoint]) -> list[CurveFinding]:
             if base > 0 and value > SPIKE_FACTOR * base and value - base > 0.5:
                 findings.append(CurveFinding("loss-spike", rank, losses[index].step,
                                              f"loss {base:.4g} -> {value:.4g}", losses[index]))
+                break
+    return findings
+
+
+def grad_norm_explosions(points: list[MetricPoint]) -> list[CurveFinding]:
+    """A finite grad norm far above the rolling median of the same rank's recent norms."""
+    findings: list[CurveFinding] = []
+    for rank, series in by_rank(points).items():
+        norms = [p for p in series if p.grad_norm is not None and math.isfinite(p.grad_norm)]
+        for index in range(ROLLING // 2, len(norms)):
+            window = [p.grad_norm for p in norms[max(0, index - ROLLING) : index] if p.grad_norm is not None]
+            base = median(window)
+            value = norms[index].grad_norm or 0.0
+            if base > 0 and value > GRAD_EXPLOSION_FACTOR * base:
+                findings.append(CurveFinding("grad-norm-explosion", rank, norms[index].step,
+                                             f"grad norm {base:.4g} -> {value:.4g}", norms[index]))
+                break
+    return findings
+
+
+def throughput_drops(points: list[MetricPoint]) -> list[CurveFinding]:
+    """Throughput (or step time) at the end of the log far worse than in its first half."""
+    findings: list[CurveFinding] = []
+    for rank, series in by_rank(points).items():
+        for label, higher_is_better in (("throughput", True), ("step time", False)):
+            values = [(p, getattr(p, "throughput" if higher_is_better else "step_time")) for p in series]
+            values = [(p, v) for p, v in values if v]
+            if len(values) < MIN_POINTS:
+                continue
+            early = median(v for _, v in values[: len(values) // 2])
+            tail = values[-max(3, len(values) // 8) :]
+            late = median(v for _, v in tail)
+            ratio = early / late if higher_is_better else late / early
+            if early > 0 and late > 0 and ratio > DROP_FACTOR:
+                findings.append(CurveFinding("throughput-drop", rank, tail[0][0].step,
+                                             f"{label} {early:.4g} in the first half, {late:.4g} at the end", tail[0][0]))
                 break
     return findings
 

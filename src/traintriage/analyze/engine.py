@@ -170,8 +170,9 @@ def _curve_findings(
     findings: list[curves.CurveFinding | None] = [nonfinite]
     if nonfinite is not None and not curves.recovered_after(points, nonfinite):
         _add_finding(candidates, "loss-nan", 0.8, _observation_at(observations, nonfinite.point), nonfinite.detail)
-    spikes = curves.spikes(points)
-    findings.extend(spikes)
+    findings.extend(curves.spikes(points))
+    findings.extend(curves.grad_norm_explosions(points))
+    findings.extend(curves.throughput_drops(points))
     divergence = curves.diverged(points)
     findings.append(divergence)
     if divergence is not None and nonfinite is None:

@@ -72,8 +72,28 @@ def detector_database(detectors: tuple[Detector, ...]) -> hyperscan.Database:
             expressions.append(pattern.encode("ascii"))
             ids.append(index)
             flags.append(flag)
+    return _cached_compile(expressions, ids, flags)
+
+
+def _cached_compile(expressions: list[bytes], ids: list[int], flags: list[int]) -> hyperscan.Database:
+    """Compiling the detector database costs ~0.1 s; a small diagnosis must not pay it each
+    run, so the serialised database is kept in the KB cache directory, keyed by its patterns."""
+    import hashlib
+    import os
+    from pathlib import Path
+
+    from traintriage.kb.loader import cache_dir, write_cache
+
+    version = getattr(hyperscan, "__version__", "")
+    digest = hashlib.sha256(repr((expressions, ids, flags, version, os.uname().machine)).encode()).hexdigest()[:20]
+    cached = Path(cache_dir()) / f"mask-{digest}.hsdb"
+    try:
+        return hyperscan.loadb(cached.read_bytes(), hyperscan.HS_MODE_BLOCK)
+    except (OSError, hyperscan.error, TypeError, ValueError):
+        pass
     database = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
     database.compile(expressions=expressions, ids=ids, elements=len(expressions), flags=flags)
+    write_cache(cached, hyperscan.dumpb(database))
     return database
 
 
