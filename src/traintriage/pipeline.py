@@ -11,6 +11,7 @@ from __future__ import annotations
 import secrets
 import time
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 
 from traintriage.analyze.engine import Analysis, analyze
@@ -24,7 +25,8 @@ from traintriage.parse.prefix import parse_prefix
 from traintriage.report.build import build_diagnosis
 from traintriage.report.model import Diagnosis
 
-ProgressCallback = Callable[[int, int], None]
+ProgressFactory = Callable[[int], AbstractContextManager[Callable[[int], None]]]
+"""Given the total bytes, a context that yields a callback advanced by bytes scanned."""
 
 
 @dataclass
@@ -37,12 +39,19 @@ class Run:
     analysis: Analysis
 
 
-def run(paths: list[str], *, mask: bool = True, jobs: int | None = None) -> tuple[Run, float]:
+def run(
+    paths: list[str], *, mask: bool = True, jobs: int | None = None, progress: ProgressFactory | None = None
+) -> tuple[Run, float]:
     started = time.perf_counter()
     sources = discover(paths)
     kb = load_kb()
     scanner = load_scanner()
-    scans = scan_sources(sources, jobs=jobs, mask_key=secrets.token_bytes(32) if mask else None)
+    mask_key = secrets.token_bytes(32) if mask else None
+    if progress is None:
+        scans = scan_sources(sources, jobs=jobs, mask_key=mask_key)
+    else:
+        with progress(sum(s.size or 0 for s in sources)) as advance:
+            scans = scan_sources(sources, jobs=jobs, mask_key=mask_key, on_bytes=advance)
     for scan in scans:
         scan.tail_time = _tail_time(scan)
     observations = place(scans, sources)
@@ -50,9 +59,11 @@ def run(paths: list[str], *, mask: bool = True, jobs: int | None = None) -> tupl
     return Run(sources=sources, scans=scans, observations=observations, analysis=analysis), started
 
 
-def diagnose(paths: list[str], *, mask: bool = True, jobs: int | None = None) -> Diagnosis:
+def diagnose(
+    paths: list[str], *, mask: bool = True, jobs: int | None = None, progress: ProgressFactory | None = None
+) -> Diagnosis:
     """Diagnose the logs at `paths` (files, directories, '-' for stdin)."""
-    result, started = run(paths, mask=mask, jobs=jobs)
+    result, started = run(paths, mask=mask, jobs=jobs, progress=progress)
     return build_diagnosis(result.sources, result.scans, result.analysis, load_kb(), time.perf_counter() - started)
 
 

@@ -43,3 +43,13 @@ def test_split_points_start_after_newlines(tmp_path: Path) -> None:
     assert spans[0][0] == 0 and spans[-1][1] == len(data)
     assert all(data[start - 1 : start] == b"\n" for start, _ in spans[1:])
     assert all(a[1] == b[0] for a, b in zip(spans, spans[1:], strict=False))
+
+
+@pytest.mark.parametrize("jobs", [1, 3])
+def test_progress_reports_every_byte_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, jobs: int) -> None:
+    source = discover([str(_log(tmp_path / "big.log"))])[0]
+    monkeypatch.setattr(parallel, "MIN_BYTES_FOR_PROCESSES", 1)
+    monkeypatch.setattr(parallel, "MIN_SPLIT_BYTES", 1)
+    seen: list[int] = []
+    parallel.scan_sources([source], jobs=jobs, on_bytes=seen.append)
+    assert sum(seen) == source.size and seen

@@ -47,10 +47,11 @@ def diagnose(
     jobs: Annotated[int | None, typer.Option("--jobs", "-j", min=1, help="Worker processes (default: all cores).")] = None,
 ) -> int:
     """Diagnose the logs of a failed (or suspect) training run."""
+    from traintriage.cli.terminal import scan_progress
     from traintriage.pipeline import diagnose as run_diagnosis
     from traintriage.report.render import render_json, render_markdown
 
-    diagnosis = run_diagnosis(paths, mask=not no_mask, jobs=jobs)
+    diagnosis = run_diagnosis(paths, mask=not no_mask, jobs=jobs, progress=scan_progress)
     if output_format is OutputFormat.json:
         _write(render_json(diagnosis))
     elif output_format is OutputFormat.markdown:

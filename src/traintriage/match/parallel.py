@@ -10,6 +10,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import re
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import replace
 
@@ -110,14 +111,21 @@ def merge(index: int, parts: list[SourceScan]) -> SourceScan:
     return merged
 
 
-def scan_sources(sources: list[Source], jobs: int | None = None, mask_key: bytes | None = None) -> list[SourceScan]:
-    """In-process for small inputs (process start-up would dominate), else a process pool."""
+def scan_sources(
+    sources: list[Source],
+    jobs: int | None = None,
+    mask_key: bytes | None = None,
+    on_bytes: Callable[[int], None] | None = None,
+) -> list[SourceScan]:
+    """In-process for small inputs (process start-up would dominate), else a process pool.
+    `on_bytes` hears of progress: per chunk in-process, per finished share in the pool."""
     workers = jobs or os.cpu_count() or 1
     total = sum(s.size or 0 for s in sources)
     scanner = load_scanner()
     if workers <= 1 or total < MIN_BYTES_FOR_PROCESSES or any(s.path is None for s in sources):
         budget = metric_budget(len(sources))
-        scans = [scan_source(i, s, scanner, mask_key, metric_budget=budget) for i, s in enumerate(sources)]
+        scans = [scan_source(i, s, scanner, mask_key, metric_budget=budget, on_bytes=on_bytes)
+                 for i, s in enumerate(sources)]
         renumber_placeholders(scans)
         return scans
     shares: list[tuple[int, Source]] = []
@@ -129,8 +137,12 @@ def scan_sources(sources: list[Source], jobs: int | None = None, mask_key: bytes
     budget = metric_budget(len(shares))
     jobs_list: list[Job] = [(index, source, mask_key, budget) for index, source in shares]
     context = multiprocessing.get_context("fork")
+    results: list[SourceScan] = []
     with ProcessPoolExecutor(max_workers=min(workers, len(jobs_list)), mp_context=context) as pool:
-        results = list(pool.map(_scan_one, jobs_list, chunksize=max(1, len(jobs_list) // (workers * 4))))
+        for result in pool.map(_scan_one, jobs_list, chunksize=max(1, len(jobs_list) // (workers * 4))):
+            results.append(result)
+            if on_bytes is not None:
+                on_bytes(result.bytes)
     grouped: dict[int, list[SourceScan]] = {}
     for (index, _, _, _), result in zip(jobs_list, results, strict=True):
         grouped.setdefault(index, []).append(result)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from traintriage.ingest.chunks import ReadProblem, iter_chunks
@@ -97,6 +98,7 @@ def scan_source(
     mask_key: bytes | None = None,
     chunk_size: int | None = None,
     metric_budget: int = MAX_POINTS,
+    on_bytes: Callable[[int], None] | None = None,
 ) -> SourceScan:
     """Scan one source; one newline-count pass per chunk numbers hits and sampled metric lines.
 
@@ -122,6 +124,8 @@ def scan_source(
     try:
         for chunk in iter_chunks(stream, source.name, result.problems, **({"chunk_size": chunk_size} if chunk_size else {})):
             result.bytes += len(chunk)
+            if on_bytes is not None:
+                on_bytes(len(chunk))
             if masker is not None:
                 chunk = masker.mask_chunk(chunk)
             if b"\x1b" in chunk:
