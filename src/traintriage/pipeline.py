@@ -55,7 +55,7 @@ def run(
     for scan in scans:
         scan.tail_time = _tail_time(scan)
     observations = place(scans, sources)
-    analysis = analyze(observations, scans, kb, scanner)
+    analysis = analyze(observations, scans, kb, scanner, [s.name for s in sources])
     return Run(sources=sources, scans=scans, observations=observations, analysis=analysis), started
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from datetime import datetime, timezone
 
 from traintriage.analyze import curves, refine
 from traintriage.analyze.observations import Observation
@@ -14,7 +15,7 @@ from traintriage.kb.loader import KnowledgeBase
 from traintriage.kb.schema import Entry, Nature
 from traintriage.match.compiler import Scanner
 from traintriage.match.internal import Internal
-from traintriage.match.scan import SourceScan
+from traintriage.match.scan import LineHit, SourceScan
 from traintriage.parse.environment import extract_environment
 from traintriage.parse.metrics import MetricPoint, parse_metric_line
 from traintriage.parse.torchrun import FailureReport, parse_root_cause
@@ -69,21 +70,26 @@ def _add_finding(
         existing.roots.insert(0, observation)
 
 
-def _observation_at(observations: list[Observation], point: MetricPoint) -> Observation | None:
+def _observation_at(observations: list[Observation], point: MetricPoint, names: list[str]) -> Observation:
+    """The observation of a metric line, made from the point when no pattern matched it."""
     for observation in observations:
         if observation.hit.source == point.source and observation.hit.line == point.line:
             return observation
-    return None
+    stamp = datetime.fromtimestamp(point.time, timezone.utc) if point.time is not None else None
+    return Observation(hit=LineHit(source=point.source, line=point.line, text=point.text, patterns=[]),
+                       source_name=names[point.source], rank=point.rank, host=None, time=stamp,
+                       message=point.text, order=-1)
 
 
 def analyze(
-    observations: list[Observation], scans: list[SourceScan], kb: KnowledgeBase, scanner: Scanner
+    observations: list[Observation], scans: list[SourceScan], kb: KnowledgeBase, scanner: Scanner, names: list[str]
 ) -> Analysis:
+    """`names`: the display name of each source, by index."""
     candidates = score_entries(observations, kb, scanner, ignored_exception_lines(observations, scanner))
     points = _metric_points(observations, scans, scanner)
     _settle_excused(candidates, points, bool(_internal(observations, scanner, Internal.completion)))
     seen_ranks = {o.rank for o in observations if o.rank is not None} | {p.rank for p in points if p.rank is not None}
-    findings = _curve_findings(observations, scanner, points, candidates)
+    findings = _curve_findings(observations, points, candidates, names)
     anomalies = [f for f in findings if f is not None]
 
     refine.apply(candidates, kb)
@@ -96,7 +102,7 @@ def analyze(
     if straggling is not None:
         anomalies.append(straggling)
         if "straggler-slow-rank" in kb.entries and not _has_crash(candidates):
-            _add_finding(candidates, "straggler-slow-rank", 0.7, _observation_at(observations, straggling.point),
+            _add_finding(candidates, "straggler-slow-rank", 0.7, _observation_at(observations, straggling.point, names),
                          straggling.detail)
 
     ranked = rank_candidates({k: c for k, c in candidates.items() if c.score >= THRESHOLD})
@@ -163,20 +169,20 @@ def _has_crash(candidates: dict[str, Candidate]) -> bool:
 
 
 def _curve_findings(
-    observations: list[Observation], scanner: Scanner, points: list[MetricPoint], candidates: dict[str, Candidate]
+    observations: list[Observation], points: list[MetricPoint], candidates: dict[str, Candidate], names: list[str]
 ) -> list[curves.CurveFinding | None]:
     """NaN onset and divergence become candidates when no crash explains the end."""
     nonfinite = curves.first_nonfinite(points) or curves.persistent_nonfinite_grad(points)
     findings: list[curves.CurveFinding | None] = [nonfinite]
     if nonfinite is not None and not curves.recovered_after(points, nonfinite):
-        _add_finding(candidates, "loss-nan", 0.8, _observation_at(observations, nonfinite.point), nonfinite.detail)
+        _add_finding(candidates, "loss-nan", 0.8, _observation_at(observations, nonfinite.point, names), nonfinite.detail)
     findings.extend(curves.spikes(points))
     findings.extend(curves.grad_norm_explosions(points))
     findings.extend(curves.throughput_drops(points))
     divergence = curves.diverged(points)
     findings.append(divergence)
     if divergence is not None and nonfinite is None:
-        _add_finding(candidates, "loss-spike-divergence", 0.6, _observation_at(observations, divergence.point),
+        _add_finding(candidates, "loss-spike-divergence", 0.6, _observation_at(observations, divergence.point, names),
                      divergence.detail)
     return findings
 

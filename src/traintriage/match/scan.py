@@ -143,7 +143,7 @@ def scan_source(
                 counted_to = start
                 number = line_base + lines_before + 1
                 if pattern == _METRIC:
-                    point = parse_sampled(chunk[start:stop], index, number)
+                    point = parse_sampled(chunk[start:stop], index, number, source.rank)
                     if point is not None:
                         result.metrics.append(point)
                     continue

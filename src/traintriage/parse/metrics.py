@@ -27,6 +27,7 @@ _THROUGHPUT = re.compile(r"(\d+\.?\d*)\s*(?:samples/s|tokens/s|it/s|samples/sec|
                          r"(?:samples_per_second|tokens_per_second|throughput)['\"]?\s*[:=]\s*(\d+\.?\d*)", re.I)
 
 MAX_POINTS = 4000
+MAX_TEXT = 400
 TYPICAL_LINE_BYTES = 100
 
 
@@ -42,6 +43,7 @@ class MetricPoint:
     step_time: float | None = None
     throughput: float | None = None
     time: float | None = None
+    text: str = ""
 
 
 def _float(text: str | None) -> float | None:
@@ -85,6 +87,7 @@ def parse_metric_line(line: str, source: int, number: int, rank: int | None = No
         step_time=step_time,
         throughput=throughput,
         time=prefix.time.timestamp() if prefix.time else None,
+        text=line[:MAX_TEXT],
     )
 
 
@@ -121,11 +124,11 @@ class MetricSampler:
                 position += self.stride
 
 
-def parse_sampled(text: bytes, source: int, number: int) -> MetricPoint | None:
+def parse_sampled(text: bytes, source: int, number: int, rank: int | None = None) -> MetricPoint | None:
     line = text.decode("utf-8", "replace")
     if "\r" in line:
         line = line.rsplit("\r", 1)[-1] or line.replace("\r", "")
-    return parse_metric_line(line, source, number)
+    return parse_metric_line(line, source, number, rank)
 
 
 def is_finite(value: float | None) -> bool:
