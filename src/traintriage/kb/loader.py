@@ -15,14 +15,10 @@ from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 
-import yaml
-from pydantic import ValidationError
-
 from traintriage import __version__
 from traintriage.errors import KnowledgeBaseError
 from traintriage.kb.schema import Entry
 
-_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 KB_ROOT = Path(__file__).resolve().parent
 ENTRIES_DIR = KB_ROOT / "entries"
 EXAMPLES_DIR = KB_ROOT / "examples"
@@ -62,8 +58,12 @@ def digest_of(files: list[Path]) -> str:
 
 def parse_entry(path: Path) -> Entry:
     """Validate one entry file; errors name the file and the field."""
+    import yaml  # parsing happens on a cache miss only: keep it off the start-up path
+    from pydantic import ValidationError
+
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     try:
-        raw = yaml.load(path.read_text(encoding="utf-8"), Loader=_YAML_LOADER)
+        raw = yaml.load(path.read_text(encoding="utf-8"), Loader=loader)
     except yaml.YAMLError as exc:
         raise KnowledgeBaseError(f"{path.name}: invalid YAML: {exc}") from exc
     if not isinstance(raw, dict):

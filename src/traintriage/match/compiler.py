@@ -14,7 +14,6 @@ from functools import cache
 from pathlib import Path
 
 import hyperscan
-import re2
 
 from traintriage.errors import KnowledgeBaseError
 from traintriage.kb.loader import KnowledgeBase, cache_dir, load_kb, write_cache
@@ -95,6 +94,8 @@ def split_flags(regex: str) -> tuple[str, int]:
 
 def check_pattern(regex: str) -> str | None:
     """Why a pattern is not acceptable, or None: it must be RE2 and Hyperscan compatible."""
+    import re2  # only `kb lint` and a cache miss check patterns; keep it off the start-up path
+
     try:
         re2.compile(regex)
     except Exception as exc:  # re2 raises its own error type
