@@ -61,4 +61,4 @@ def apply(candidates: dict[str, Candidate], kb: KnowledgeBase) -> None:
         candidates[winner_id] = winner
     if loser is not None:
         winner.score = max(winner.score, loser.score)
-        loser.score = winner.score - 0.1
+        loser.score = winner.score * 0.5  # the numbers decided: the other reading is a weak rival
