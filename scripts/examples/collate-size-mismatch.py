@@ -13,54 +13,7 @@ Run: .venv/bin/python scripts/examples/collate-size-mismatch.py
 """
 from __future__ import annotations
 
-import os
-import pathlib
-import re
-import subprocess
-import tempfile
-
-ROOT = pathlib.Path(__file__).resolve().parents[2]
-VENV = ROOT / ".venv"
-PY = VENV / "bin" / "python"
-TORCHRUN = VENV / "bin" / "torchrun"
-KB_EXAMPLES = ROOT / "src" / "traintriage" / "kb" / "examples"
-
-# This machine's torch build has no NumPy; drop its import-time warning, and show the
-# interpreter paths as a typical conda image would so the examples read like a user's log.
-_DROP = re.compile(r"Failed to initialize NumPy|_conversion_method_template")
-
-
-def clean(text: str, workdir: str, project: str = "/workspace/train") -> str:
-    # torch's worker signal handlers write their banner including the C string's NUL byte;
-    # keep the log plain text.
-    text = text.replace("\x00", "")
-    lines = [ln for ln in text.splitlines() if not _DROP.search(ln)]
-    text = "\n".join(lines) + "\n"
-    text = text.replace(str(VENV / "lib"), "/opt/conda/lib").replace(str(VENV / "bin"), "/opt/conda/bin")
-    text = text.replace(os.path.dirname(os.__file__), "/opt/conda/lib/python3.11")
-    return text.replace(workdir, project)
-
-
-def run(files: dict[str, str], cmd: list[str], *, env: dict[str, str] | None = None,
-        project: str = "/workspace/train", timeout: int = 300, preexec=None) -> str:
-    """Write `files` into a scratch dir, run `cmd` there, return the cleaned console output."""
-    with tempfile.TemporaryDirectory(prefix="ttex-") as tmp:
-        os.chmod(tmp, 0o755)
-        for name, body in files.items():
-            path = pathlib.Path(tmp) / name
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(body)
-        full_env = dict(os.environ, PYTHONUNBUFFERED="1", **(env or {}))
-        proc = subprocess.run([str(c) for c in cmd], cwd=tmp, env=full_env, stdout=subprocess.PIPE,
-                              stderr=subprocess.STDOUT, text=True, timeout=timeout, preexec_fn=preexec)
-        return clean(proc.stdout, tmp, project)
-
-
-def write(entry_id: str, name: str, text: str) -> None:
-    out = KB_EXAMPLES / entry_id / name
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(text)
-    print(f"{out.relative_to(ROOT)}: {len(text.splitlines())} lines")
+from _runner import PY, TORCHRUN, run_cleaned, write_log
 
 ID = "collate-size-mismatch"
 
@@ -143,7 +96,7 @@ if __name__ == "__main__":
 
 if __name__ == "__main__":
     files = {"train.py": TRAIN}
-    write(ID, "positive-1.log", run(files, [PY, "train.py", "images"], project="/home/kim/cls-finetune"))
-    write(ID, "positive-2.log", run(files, [TORCHRUN, "--standalone", "--nproc-per-node", "2", "--tee", "3",
-                                            "train.py", "tokens"], project="/home/kim/lm"))
-    write(ID, "negative-1.log", run(files, [PY, "train.py", "model-cat"], project="/home/kim/cls-finetune"))
+    write_log(ID, "positive-1.log", run_cleaned(files, [PY, "train.py", "images"], project="/home/kim/cls-finetune"))
+    write_log(ID, "positive-2.log", run_cleaned(files, [TORCHRUN, "--standalone", "--nproc-per-node", "2", "--tee", "3",
+                                                        "train.py", "tokens"], project="/home/kim/lm"))
+    write_log(ID, "negative-1.log", run_cleaned(files, [PY, "train.py", "model-cat"], project="/home/kim/cls-finetune"))

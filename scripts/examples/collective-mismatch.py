@@ -13,14 +13,10 @@ Run: .venv/bin/python scripts/examples/collective-mismatch.py
 
 from __future__ import annotations
 
-import os
-import pathlib
-import subprocess
-import tempfile
+from _runner import TORCHRUN, run_logged
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
-TORCHRUN = ROOT / ".venv" / "bin" / "torchrun"
-OUT = ROOT / "src" / "traintriage" / "kb" / "examples" / "collective-mismatch"
+ID = "collective-mismatch"
+DEBUG = {"TORCH_DISTRIBUTED_DEBUG": "DETAIL"}
 
 TRAIN = r'''
 import sys, time
@@ -54,24 +50,11 @@ dist.destroy_process_group()
 '''
 
 
-def run(args: list[str], mode: str, out: pathlib.Path, debug: bool) -> None:
-    with tempfile.TemporaryDirectory() as tmp:
-        (pathlib.Path(tmp) / "train.py").write_text(TRAIN)
-        env = dict(os.environ, OMP_NUM_THREADS="1")
-        if debug:
-            env["TORCH_DISTRIBUTED_DEBUG"] = "DETAIL"
-        cmd = [str(TORCHRUN), *args, "train.py", mode]
-        proc = subprocess.run(cmd, cwd=tmp, env=env, stdout=subprocess.PIPE,
-                              stderr=subprocess.STDOUT, text=True, timeout=300)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(proc.stdout)
-    print(f"{out}: exit {proc.returncode}, {len(proc.stdout.splitlines())} lines")
-
-
 if __name__ == "__main__":
-    run(["--nproc-per-node", "3", "--master-port", "29661", "--tee", "3"], "op",
-        OUT / "positive-1.log", debug=True)
-    run(["--nproc-per-node", "2", "--master-port", "29662"], "shape",
-        OUT / "positive-2.log", debug=True)
-    run(["--nproc-per-node", "2", "--master-port", "29663"], "shape",
-        OUT / "positive-3.log", debug=False)
+    files = {"train.py": TRAIN}
+    run_logged(ID, "positive-1.log", [TORCHRUN, "--nproc-per-node", "3", "--master-port", "29661", "--tee", "3",
+                                      "train.py", "op"], files=files, env=DEBUG)
+    run_logged(ID, "positive-2.log", [TORCHRUN, "--nproc-per-node", "2", "--master-port", "29662", "train.py", "shape"],
+               files=files, env=DEBUG)
+    run_logged(ID, "positive-3.log", [TORCHRUN, "--nproc-per-node", "2", "--master-port", "29663", "train.py", "shape"],
+               files=files)

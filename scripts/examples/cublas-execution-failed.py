@@ -14,17 +14,7 @@ Usage: .venv/bin/python scripts/examples/cublas-execution-failed.py
 
 from __future__ import annotations
 
-import os
-import re
-import subprocess
-import sys
-import tempfile
-from pathlib import Path
-
-ROOT = Path(__file__).resolve().parents[2]
-OUT = ROOT / "src/traintriage/kb/examples/cublas-execution-failed/positive-1.log"
-TORCHRUN = Path(sys.executable).with_name("torchrun")
-NPROC = 2
+from _runner import torchrun_example
 
 WORKER = r'''
 import os
@@ -79,25 +69,5 @@ if __name__ == "__main__":
 '''
 
 
-def main() -> int:
-    with tempfile.TemporaryDirectory(prefix="tt-example-") as tmp:
-        script = Path(tmp) / "train.py"
-        script.write_text(WORKER)
-        env = dict(os.environ, PYTHONWARNINGS="ignore", PYTHONUNBUFFERED="1")
-        proc = subprocess.run(
-            [str(TORCHRUN), "--nproc_per_node", str(NPROC), "--master_port", "29655", str(script)],
-            cwd=tmp, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=300,
-        )
-        text = proc.stdout.replace(tmp, "/workspace/sft")
-    # The CPU-only venv warns that NumPy is absent; that line is about this machine, not the run.
-    text = "\n".join(l for l in text.splitlines() if "Failed to initialize NumPy" not in l
-                     and "_conversion_method_template" not in l) + "\n"
-    text = re.sub(r"/tmp/torchelastic_[a-z0-9_]+", "/tmp/torchelastic_run", text)
-    OUT.parent.mkdir(parents=True, exist_ok=True)
-    OUT.write_text('' + text)
-    print(f"wrote {OUT} ({len(text.splitlines())} lines, torchrun exit {proc.returncode})")
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    torchrun_example("cublas-execution-failed", WORKER, port=29655, project="/workspace/sft")

@@ -10,14 +10,9 @@ Run: .venv/bin/python scripts/examples/cuda-device-side-assert.py
 
 from __future__ import annotations
 
-import os
-import pathlib
-import subprocess
-import tempfile
+from _runner import PY, run_logged
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
-VENV = ROOT / ".venv" / "bin"
-OUT = ROOT / "src" / "traintriage" / "kb" / "examples" / "cuda-device-side-assert"
+ID = "cuda-device-side-assert"
 
 TRAIN = r'''
 import torch
@@ -37,16 +32,5 @@ for step in range(1, 5):
 '''
 
 
-def run(cmd: list[str], out: pathlib.Path) -> None:
-    with tempfile.TemporaryDirectory() as tmp:
-        (pathlib.Path(tmp) / "train_cls.py").write_text(TRAIN)
-        env = dict(os.environ, OMP_NUM_THREADS="1")
-        proc = subprocess.run(cmd, cwd=tmp, env=env, stdout=subprocess.PIPE,
-                              stderr=subprocess.STDOUT, text=True, timeout=120)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(proc.stdout)
-    print(f"{out}: exit {proc.returncode}, {len(proc.stdout.splitlines())} lines")
-
-
 if __name__ == "__main__":
-    run([str(VENV / "python"), "train_cls.py"], OUT / "negative-1.log")
+    run_logged(ID, "negative-1.log", [PY, "train_cls.py"], files={"train_cls.py": TRAIN}, timeout=120)

@@ -18,16 +18,9 @@ Usage: .venv/bin/python scripts/examples/cuda-fork-reinit.py
 
 from __future__ import annotations
 
-import os
-import re
-import subprocess
-import sys
-import tempfile
-from pathlib import Path
+from _runner import PY, QUIET_ENV, TORCHRUN, clean_console, run, write_log
 
-ROOT = Path(__file__).resolve().parents[2]
-OUT_DIR = ROOT / "src/traintriage/kb/examples/cuda-fork-reinit"
-TORCHRUN = Path(sys.executable).with_name("torchrun")
+ID = "cuda-fork-reinit"
 
 WORKER = r'''
 import os
@@ -79,29 +72,12 @@ if __name__ == "__main__":
 '''
 
 
-def clean(text: str, tmp: str, proj: str) -> str:
-    text = text.replace(tmp, f"/home/user/{proj}")
-    text = "\n".join(l for l in text.splitlines()
-                     if "Failed to initialize NumPy" not in l and "_conversion_method_template" not in l)
-    return re.sub(r"/tmp/torchelastic_[a-z0-9_]+", "/tmp/torchelastic_run", text) + "\n"
-
-
-def main() -> int:
-    OUT_DIR.mkdir(parents=True, exist_ok=True)
-    env = dict(os.environ, PYTHONWARNINGS="ignore", PYTHONUNBUFFERED="1")
-    with tempfile.TemporaryDirectory(prefix="tt-example-") as tmp:
-        script = Path(tmp) / "train_classifier.py"
-        script.write_text(WORKER)
-        single = subprocess.run([sys.executable, str(script)], cwd=tmp, env=env, text=True,
-                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=300)
-        (OUT_DIR / "positive-1.log").write_text("$ python train_classifier.py\n" + clean(single.stdout, tmp, "cls"))
-        multi = subprocess.run([str(TORCHRUN), "--nproc_per_node", "2", "--master_port", "29671", str(script)],
-                               cwd=tmp, env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                               timeout=300)
-        (OUT_DIR / "positive-2.log").write_text(clean(multi.stdout, tmp, "cls"))
-    print(f"wrote {OUT_DIR}/positive-1.log (exit {single.returncode}) and positive-2.log (exit {multi.returncode})")
-    return 0
+def save_run(name: str, cmd: list[object], header: str = "") -> None:
+    result = run(cmd, files={"train_classifier.py": WORKER}, env=QUIET_ENV, prefix="tt-example-")
+    write_log(ID, name, header + clean_console(result.output, result.workdir, "/home/user/cls"), result.returncode)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    save_run("positive-1.log", [PY, "{tmp}/train_classifier.py"], header="$ python train_classifier.py\n")
+    save_run("positive-2.log", [TORCHRUN, "--nproc_per_node", "2", "--master_port", "29671",
+                                "{tmp}/train_classifier.py"])

@@ -17,14 +17,9 @@ Run: .venv/bin/python scripts/examples/cuda-home-missing.py
 
 from __future__ import annotations
 
-import os
-import pathlib
-import subprocess
-import tempfile
+from _runner import PY, TORCHRUN, run_logged
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
-VENV_BIN = ROOT / ".venv" / "bin"
-OUT = ROOT / "src" / "traintriage" / "kb" / "examples" / "cuda-home-missing"
+ID = "cuda-home-missing"
 
 SETUP = r'''
 from setuptools import setup
@@ -51,25 +46,14 @@ fused = load(name="fused_rmsnorm", sources=["csrc/fused_ops.cpp", "csrc/fused_rm
 '''
 
 
-def run(cmd: list[str], out: pathlib.Path) -> None:
-    with tempfile.TemporaryDirectory() as tmp:
-        t = pathlib.Path(tmp)
-        (t / "csrc").mkdir()
-        (t / "csrc" / "fused_ops.cpp").write_text("#include <torch/extension.h>\n")
-        (t / "csrc" / "fused_rmsnorm_kernel.cu").write_text("__global__ void k() {}\n")
-        (t / "setup.py").write_text(SETUP)
-        (t / "train.py").write_text(TRAIN)
-        env = dict(os.environ, OMP_NUM_THREADS="1", TORCH_EXTENSIONS_DIR=f"{tmp}/ext")
-        env.pop("CUDA_HOME", None)
-        env.pop("CUDA_PATH", None)
-        proc = subprocess.run(cmd, cwd=tmp, env=env, stdout=subprocess.PIPE,
-                              stderr=subprocess.STDOUT, text=True, timeout=300)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(proc.stdout)
-    print(f"{out}: exit {proc.returncode}, {len(proc.stdout.splitlines())} lines")
+FILES = {"csrc/fused_ops.cpp": "#include <torch/extension.h>\n",
+         "csrc/fused_rmsnorm_kernel.cu": "__global__ void k() {}\n",
+         "setup.py": SETUP, "train.py": TRAIN}
+# nothing from the caller's CUDA install may be picked up
+ENV = {"TORCH_EXTENSIONS_DIR": "{tmp}/ext", "CUDA_HOME": None, "CUDA_PATH": None}
 
 
 if __name__ == "__main__":
-    run([str(VENV_BIN / "python"), "setup.py", "build_ext", "--inplace"], OUT / "positive-1.log")
-    run([str(VENV_BIN / "torchrun"), "--nproc-per-node", "2", "--master-port", "29761", "--tee", "3",
-         "train.py"], OUT / "positive-2.log")
+    run_logged(ID, "positive-1.log", [PY, "setup.py", "build_ext", "--inplace"], files=FILES, env=ENV)
+    run_logged(ID, "positive-2.log", [TORCHRUN, "--nproc-per-node", "2", "--master-port", "29761", "--tee", "3",
+                                      "train.py"], files=FILES, env=ENV)

@@ -15,14 +15,9 @@ Run: .venv/bin/python scripts/examples/dataloader-worker-error.py
 
 from __future__ import annotations
 
-import os
-import pathlib
-import subprocess
-import tempfile
+from _runner import PY, TORCHRUN, run_logged
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
-VENV = ROOT / ".venv" / "bin"
-OUT = ROOT / "src" / "traintriage" / "kb" / "examples" / "dataloader-worker-error"
+ID = "dataloader-worker-error"
 
 TRAIN = r'''
 import json, os, signal, sys
@@ -74,20 +69,9 @@ for epoch in range(2):
 '''
 
 
-def run(cmd: list[str], out: pathlib.Path) -> None:
-    with tempfile.TemporaryDirectory() as tmp:
-        (pathlib.Path(tmp) / "train.py").write_text(TRAIN)
-        env = dict(os.environ, OMP_NUM_THREADS="1")
-        proc = subprocess.run(cmd, cwd=tmp, env=env, stdout=subprocess.PIPE,
-                              stderr=subprocess.STDOUT, text=True, timeout=300)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(proc.stdout)
-    print(f"{out}: exit {proc.returncode}, {len(proc.stdout.splitlines())} lines")
-
-
 if __name__ == "__main__":
-    python = str(VENV / "python")
-    run([python, "train.py", "value"], OUT / "positive-1.log")
-    run([str(VENV / "torchrun"), "--nproc-per-node", "2", "--master-port", "29691", "--tee", "3",
-         "train.py", "key"], OUT / "positive-2.log")
-    run([python, "train.py", "kill"], OUT / "negative-1.log")
+    files = {"train.py": TRAIN}
+    run_logged(ID, "positive-1.log", [PY, "train.py", "value"], files=files)
+    run_logged(ID, "positive-2.log", [TORCHRUN, "--nproc-per-node", "2", "--master-port", "29691", "--tee", "3",
+                                      "train.py", "key"], files=files)
+    run_logged(ID, "negative-1.log", [PY, "train.py", "kill"], files=files)

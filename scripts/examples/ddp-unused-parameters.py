@@ -13,14 +13,9 @@ Run: .venv/bin/python scripts/examples/ddp-unused-parameters.py
 
 from __future__ import annotations
 
-import os
-import pathlib
-import subprocess
-import tempfile
+from _runner import TORCHRUN, run_logged
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
-VENV = ROOT / ".venv" / "bin"
-OUT = ROOT / "src" / "traintriage" / "kb" / "examples" / "ddp-unused-parameters"
+ID = "ddp-unused-parameters"
 
 TRAIN = r'''
 import sys
@@ -62,22 +57,11 @@ dist.destroy_process_group()
 '''
 
 
-def run(cmd: list[str], out: pathlib.Path, extra_env: dict[str, str]) -> None:
-    with tempfile.TemporaryDirectory() as tmp:
-        (pathlib.Path(tmp) / "train.py").write_text(TRAIN)
-        env = dict(os.environ, OMP_NUM_THREADS="1", **extra_env)
-        proc = subprocess.run(cmd, cwd=tmp, env=env, stdout=subprocess.PIPE,
-                              stderr=subprocess.STDOUT, text=True, timeout=300)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(proc.stdout)
-    print(f"{out}: exit {proc.returncode}, {len(proc.stdout.splitlines())} lines")
-
-
 if __name__ == "__main__":
-    torchrun = str(VENV / "torchrun")
-    run([torchrun, "--nproc-per-node", "2", "--master-port", "29671", "--tee", "3",
-         "train.py", "unused"], OUT / "positive-1.log", {})
-    run([torchrun, "--nproc-per-node", "2", "--master-port", "29672", "train.py", "unused"],
-        OUT / "positive-2.log", {"TORCH_DISTRIBUTED_DEBUG": "INFO"})
-    run([torchrun, "--nproc-per-node", "2", "--master-port", "29673", "--tee", "3",
-         "train.py", "all-used"], OUT / "negative-1.log", {})
+    files = {"train.py": TRAIN}
+    run_logged(ID, "positive-1.log", [TORCHRUN, "--nproc-per-node", "2", "--master-port", "29671", "--tee", "3",
+                                      "train.py", "unused"], files=files)
+    run_logged(ID, "positive-2.log", [TORCHRUN, "--nproc-per-node", "2", "--master-port", "29672", "train.py", "unused"],
+               files=files, env={"TORCH_DISTRIBUTED_DEBUG": "INFO"})
+    run_logged(ID, "negative-1.log", [TORCHRUN, "--nproc-per-node", "2", "--master-port", "29673", "--tee", "3",
+                                      "train.py", "all-used"], files=files)

@@ -18,53 +18,8 @@ Run: .venv/bin/python scripts/examples/disk-full.py
 from __future__ import annotations
 
 import os
-import pathlib
-import re
-import subprocess
-import tempfile
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
-VENV = ROOT / ".venv"
-PY = VENV / "bin" / "python"
-TORCHRUN = VENV / "bin" / "torchrun"
-KB_EXAMPLES = ROOT / "src" / "traintriage" / "kb" / "examples"
-
-# This machine's torch build has no NumPy; drop its import-time warning, and show the
-# interpreter paths as a typical conda image would so the examples read like a user's log.
-_DROP = re.compile(r"Failed to initialize NumPy|_conversion_method_template")
-
-
-def clean(text: str, workdir: str, project: str = "/workspace/train") -> str:
-    # torch's worker signal handlers write their banner including the C string's NUL byte;
-    # keep the log plain text.
-    text = text.replace("\x00", "")
-    lines = [ln for ln in text.splitlines() if not _DROP.search(ln)]
-    text = "\n".join(lines) + "\n"
-    text = text.replace(str(VENV / "lib"), "/opt/conda/lib").replace(str(VENV / "bin"), "/opt/conda/bin")
-    text = text.replace(os.path.dirname(os.__file__), "/opt/conda/lib/python3.11")
-    return text.replace(workdir, project)
-
-
-def run(files: dict[str, str], cmd: list[str], *, env: dict[str, str] | None = None,
-        project: str = "/workspace/train", timeout: int = 300, preexec=None) -> str:
-    """Write `files` into a scratch dir, run `cmd` there, return the cleaned console output."""
-    with tempfile.TemporaryDirectory(prefix="ttex-") as tmp:
-        os.chmod(tmp, 0o755)
-        for name, body in files.items():
-            path = pathlib.Path(tmp) / name
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(body)
-        full_env = dict(os.environ, PYTHONUNBUFFERED="1", **(env or {}))
-        proc = subprocess.run([str(c) for c in cmd], cwd=tmp, env=full_env, stdout=subprocess.PIPE,
-                              stderr=subprocess.STDOUT, text=True, timeout=timeout, preexec_fn=preexec)
-        return clean(proc.stdout, tmp, project)
-
-
-def write(entry_id: str, name: str, text: str) -> None:
-    out = KB_EXAMPLES / entry_id / name
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(text)
-    print(f"{out.relative_to(ROOT)}: {len(text.splitlines())} lines")
+from _runner import PY, TORCHRUN, drop_injected_frame, run_cleaned, write_log
 
 ID = "disk-full"
 
@@ -149,35 +104,18 @@ if __name__ == "__main__":
 '''
 
 
-def drop_injected_frame(text: str) -> str:
-    out, skip = [], 0
-    for ln in text.splitlines():
-        if skip:
-            skip -= 1
-            continue
-        if "in _new_using_fd_cpu" in ln and "train.py" in ln:
-            skip = 1
-            continue
-        out.append(ln)
-    return "\n".join(out) + "\n"
-
-
 def full_disk_run(cmd, project, full_files):
-    """run() with the given checkpoint files pre-created as symlinks to /dev/full."""
-    with tempfile.TemporaryDirectory(prefix="ttex-") as tmp:
-        (pathlib.Path(tmp) / "train.py").write_text(TRAIN)
-        (pathlib.Path(tmp) / "checkpoints").mkdir()
+    """run_cleaned() with the given checkpoint files pre-created as symlinks to /dev/full."""
+    def setup(tmp):
+        (tmp / "checkpoints").mkdir()
         for name in full_files:
-            os.symlink("/dev/full", pathlib.Path(tmp) / "checkpoints" / name)
-        env = dict(os.environ, PYTHONUNBUFFERED="1")
-        proc = subprocess.run([str(c) for c in cmd], cwd=tmp, env=env, stdout=subprocess.PIPE,
-                              stderr=subprocess.STDOUT, text=True, timeout=300)
-        return clean(proc.stdout, tmp, project)
+            os.symlink("/dev/full", tmp / "checkpoints" / name)
+    return run_cleaned({"train.py": TRAIN}, cmd, project=project, setup=setup)
 
 
 if __name__ == "__main__":
-    write(ID, "positive-1.log", full_disk_run([TORCHRUN, "--standalone", "--nproc-per-node", "2", "--tee", "3",
-                                               "train.py", "fileobj"], "/lustre/proj/llm-pretrain", ["step_000030.pt"]))
-    write(ID, "positive-2.log", full_disk_run([PY, "train.py", "path"], "/home/sam/vision", ["step_000060.pt"]))
-    write(ID, "positive-3.log", full_disk_run([PY, "train.py", "json"], "/home/sam/lm", ["config.json"]))
-    write(ID, "negative-1.log", drop_injected_frame(full_disk_run([PY, "train.py", "shm"], "/home/sam/lm", [])))
+    write_log(ID, "positive-1.log", full_disk_run([TORCHRUN, "--standalone", "--nproc-per-node", "2", "--tee", "3",
+                                                   "train.py", "fileobj"], "/lustre/proj/llm-pretrain", ["step_000030.pt"]))
+    write_log(ID, "positive-2.log", full_disk_run([PY, "train.py", "path"], "/home/sam/vision", ["step_000060.pt"]))
+    write_log(ID, "positive-3.log", full_disk_run([PY, "train.py", "json"], "/home/sam/lm", ["config.json"]))
+    write_log(ID, "negative-1.log", drop_injected_frame(full_disk_run([PY, "train.py", "shm"], "/home/sam/lm", [])))

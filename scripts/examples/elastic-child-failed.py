@@ -13,14 +13,9 @@ Run: .venv/bin/python scripts/examples/elastic-child-failed.py
 
 from __future__ import annotations
 
-import os
-import pathlib
-import subprocess
-import tempfile
+from _runner import TORCHRUN, run_logged
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
-TORCHRUN = ROOT / ".venv" / "bin" / "torchrun"
-OUT = ROOT / "src" / "traintriage" / "kb" / "examples" / "elastic-child-failed"
+ID = "elastic-child-failed"
 
 TRAIN = r'''
 import os, sys, time
@@ -58,22 +53,11 @@ dist.destroy_process_group()
 '''
 
 
-def run(args: list[str], mode: str, out: pathlib.Path) -> None:
-    with tempfile.TemporaryDirectory() as tmp:
-        (pathlib.Path(tmp) / "train.py").write_text(TRAIN)
-        env = dict(os.environ, OMP_NUM_THREADS="1")
-        cmd = [str(TORCHRUN), *args, "train.py", mode]
-        proc = subprocess.run(cmd, cwd=tmp, env=env, stdout=subprocess.PIPE,
-                              stderr=subprocess.STDOUT, text=True, timeout=300)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(proc.stdout)
-    print(f"{out}: exit {proc.returncode}, {len(proc.stdout.splitlines())} lines")
-
-
 if __name__ == "__main__":
-    run(["--nproc-per-node", "2", "--master-port", "29651", "--redirects", "3",
-         "--log-dir", "logs"], "raise", OUT / "positive-1.log")
-    run(["--nproc-per-node", "4", "--master-port", "29652", "--tee", "3"], "exit",
-        OUT / "positive-2.log")
-    run(["--nproc-per-node", "2", "--master-port", "29653", "--tee", "3"], "state-dict",
-        OUT / "negative-1.log")
+    files = {"train.py": TRAIN}
+    run_logged(ID, "positive-1.log", [TORCHRUN, "--nproc-per-node", "2", "--master-port", "29651", "--redirects", "3",
+                                      "--log-dir", "logs", "train.py", "raise"], files=files)
+    run_logged(ID, "positive-2.log", [TORCHRUN, "--nproc-per-node", "4", "--master-port", "29652", "--tee", "3",
+                                      "train.py", "exit"], files=files)
+    run_logged(ID, "negative-1.log", [TORCHRUN, "--nproc-per-node", "2", "--master-port", "29653", "--tee", "3",
+                                      "train.py", "state-dict"], files=files)

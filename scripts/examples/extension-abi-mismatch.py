@@ -16,16 +16,15 @@ Run: .venv/bin/python scripts/examples/extension-abi-mismatch.py   (needs gcc)
 
 from __future__ import annotations
 
-import os
 import pathlib
 import subprocess
 import sysconfig
-import tempfile
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
-VENV_BIN = ROOT / ".venv" / "bin"
-OUT = ROOT / "src" / "traintriage" / "kb" / "examples" / "extension-abi-mismatch"
+from _runner import PY, TORCHRUN, run_logged
+
+ID = "extension-abi-mismatch"
 SUFFIX = sysconfig.get_config_var("EXT_SUFFIX")  # .cpython-311-x86_64-linux-gnu.so
+SITE = "env/lib/python3.11/site-packages"  # in the scratch dir, on PYTHONPATH
 
 EXT_C = r'''
 extern void %(sym)s(void);
@@ -55,29 +54,23 @@ def build(site: pathlib.Path, mod: str, sym: str) -> None:
     src.unlink()
 
 
-def run(cmd: list[str], out: pathlib.Path) -> None:
-    with tempfile.TemporaryDirectory() as tmp:
-        site = pathlib.Path(tmp) / "env" / "lib" / "python3.11" / "site-packages"
-        (site / "flash_attn").mkdir(parents=True)
-        (site / "flash_attn" / "__init__.py").write_text(
-            '__version__ = "2.5.6"\n\nfrom flash_attn.flash_attn_interface import (\n'
-            '    flash_attn_func,\n    flash_attn_varlen_func,\n)\n')
-        (site / "flash_attn" / "flash_attn_interface.py").write_text(
-            "import torch\nimport torch.nn as nn\n\n# isort: off\n"
-            "# We need to import the CUDA kernels after importing torch\n"
-            "import flash_attn_2_cuda as flash_attn_gpu\n")
-        build(site, "flash_attn_2_cuda", "_ZN3c104cuda9SetDeviceEi")
-        build(site, "amp_C", "_ZNK3c1010TensorImpl36is_contiguous_nondefault_policy_implENS_12MemoryFormatE")
-        (pathlib.Path(tmp) / "train.py").write_text(TRAIN)
-        env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=str(site))
-        proc = subprocess.run(cmd, cwd=tmp, env=env, stdout=subprocess.PIPE,
-                              stderr=subprocess.STDOUT, text=True, timeout=300)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(proc.stdout)
-    print(f"{out}: exit {proc.returncode}, {len(proc.stdout.splitlines())} lines")
+def build_extensions(tmp: pathlib.Path) -> None:
+    build(tmp / SITE, "flash_attn_2_cuda", "_ZN3c104cuda9SetDeviceEi")
+    build(tmp / SITE, "amp_C", "_ZNK3c1010TensorImpl36is_contiguous_nondefault_policy_implENS_12MemoryFormatE")
+
+
+FILES = {
+    f"{SITE}/flash_attn/__init__.py": '__version__ = "2.5.6"\n\nfrom flash_attn.flash_attn_interface import (\n'
+                                      '    flash_attn_func,\n    flash_attn_varlen_func,\n)\n',
+    f"{SITE}/flash_attn/flash_attn_interface.py": "import torch\nimport torch.nn as nn\n\n# isort: off\n"
+                                                  "# We need to import the CUDA kernels after importing torch\n"
+                                                  "import flash_attn_2_cuda as flash_attn_gpu\n",
+    "train.py": TRAIN,
+}
 
 
 if __name__ == "__main__":
-    run([str(VENV_BIN / "python"), "train.py", "flash"], OUT / "positive-1.log")
-    run([str(VENV_BIN / "torchrun"), "--nproc-per-node", "2", "--master-port", "29771", "--tee", "3",
-         "train.py", "apex"], OUT / "positive-2.log")
+    env = {"PYTHONPATH": "{tmp}/" + SITE}
+    run_logged(ID, "positive-1.log", [PY, "train.py", "flash"], files=FILES, setup=build_extensions, env=env)
+    run_logged(ID, "positive-2.log", [TORCHRUN, "--nproc-per-node", "2", "--master-port", "29771", "--tee", "3",
+                                      "train.py", "apex"], files=FILES, setup=build_extensions, env=env)

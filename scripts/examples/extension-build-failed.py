@@ -17,14 +17,10 @@ Run: .venv/bin/python scripts/examples/extension-build-failed.py
 
 from __future__ import annotations
 
-import os
-import pathlib
-import subprocess
-import tempfile
+from _runner import PY, TORCHRUN, run_logged
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
-VENV_BIN = ROOT / ".venv" / "bin"
-OUT = ROOT / "src" / "traintriage" / "kb" / "examples" / "extension-build-failed"
+ID = "extension-build-failed"
+ENV = {"TORCH_EXTENSIONS_DIR": "{tmp}/ext", "MAX_JOBS": "1"}
 
 BAD = r'''
 #include <cuda_runtime.h>
@@ -58,21 +54,10 @@ for step in range(1, 4):
 '''
 
 
-def run(cmd: list[str], out: pathlib.Path, src: str) -> None:
-    with tempfile.TemporaryDirectory() as tmp:
-        (pathlib.Path(tmp) / "csrc").mkdir()
-        (pathlib.Path(tmp) / "csrc" / "fused_adam.cpp").write_text(src)
-        (pathlib.Path(tmp) / "train.py").write_text(TRAIN)
-        env = dict(os.environ, OMP_NUM_THREADS="1", TORCH_EXTENSIONS_DIR=f"{tmp}/ext", MAX_JOBS="1")
-        proc = subprocess.run(cmd, cwd=tmp, env=env, stdout=subprocess.PIPE,
-                              stderr=subprocess.STDOUT, text=True, timeout=600)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(proc.stdout)
-    print(f"{out}: exit {proc.returncode}, {len(proc.stdout.splitlines())} lines")
-
-
 if __name__ == "__main__":
-    run([str(VENV_BIN / "python"), "train.py", "plain"], OUT / "positive-1.log", BAD)
-    run([str(VENV_BIN / "torchrun"), "--nproc-per-node", "2", "--master-port", "29751",
-         "train.py", "torchrun"], OUT / "positive-2.log", BAD)
-    run([str(VENV_BIN / "python"), "train.py", "plain"], OUT / "negative-1.log", GOOD)
+    bad = {"csrc/fused_adam.cpp": BAD, "train.py": TRAIN}
+    good = {"csrc/fused_adam.cpp": GOOD, "train.py": TRAIN}
+    run_logged(ID, "positive-1.log", [PY, "train.py", "plain"], files=bad, env=ENV, timeout=600)
+    run_logged(ID, "positive-2.log", [TORCHRUN, "--nproc-per-node", "2", "--master-port", "29751",
+                                      "train.py", "torchrun"], files=bad, env=ENV, timeout=600)
+    run_logged(ID, "negative-1.log", [PY, "train.py", "plain"], files=good, env=ENV, timeout=600)

@@ -12,15 +12,9 @@ Run: .venv/bin/python scripts/examples/flash-attn-unsupported.py
 
 from __future__ import annotations
 
-import os
-import pathlib
-import subprocess
-import tempfile
+from _runner import HF_ENV, PY, ensure_hf_venv, run_logged
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
-PY = ROOT / ".venv" / "bin" / "python"
-OUT = ROOT / "src" / "traintriage" / "kb" / "examples" / "flash-attn-unsupported"
-HF_VENV = pathlib.Path("/tmp/tt-hf")
+ID = "flash-attn-unsupported"
 
 TRAIN = r'''
 import logging
@@ -35,25 +29,6 @@ model = AutoModelForCausalLM.from_config(cfg, attn_implementation="flash_attenti
 '''
 
 
-def ensure_hf_venv() -> None:
-    if not (HF_VENV / "bin" / "python").exists():
-        subprocess.run(["python3", "-m", "venv", str(HF_VENV)], check=True)
-        subprocess.run([str(HF_VENV / "bin" / "pip"), "install", "-q", "transformers==5.24.0"],
-                       check=True)
-
-
-def run(cmd: list[str], out: pathlib.Path) -> None:
-    with tempfile.TemporaryDirectory() as tmp:
-        (pathlib.Path(tmp) / "train.py").write_text(TRAIN)
-        env = dict(os.environ, OMP_NUM_THREADS="1", HF_HUB_OFFLINE="1", HF_HOME=f"{tmp}/hf",
-                   PYTHONPATH=str(HF_VENV / "lib" / "python3.11" / "site-packages"))
-        proc = subprocess.run(cmd, cwd=tmp, env=env, stdout=subprocess.PIPE,
-                              stderr=subprocess.STDOUT, text=True, timeout=300)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(proc.stdout)
-    print(f"{out}: exit {proc.returncode}, {len(proc.stdout.splitlines())} lines")
-
-
 if __name__ == "__main__":
     ensure_hf_venv()
-    run([str(PY), "train.py"], OUT / "positive-2.log")
+    run_logged(ID, "positive-2.log", [PY, "train.py"], files={"train.py": TRAIN}, env=HF_ENV)

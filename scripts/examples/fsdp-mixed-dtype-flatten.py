@@ -16,14 +16,9 @@ Run: .venv/bin/python scripts/examples/fsdp-mixed-dtype-flatten.py
 
 from __future__ import annotations
 
-import os
-import pathlib
-import subprocess
-import tempfile
+from _runner import TORCHRUN, run_logged
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
-TORCHRUN = ROOT / ".venv" / "bin" / "torchrun"
-OUT = ROOT / "src" / "traintriage" / "kb" / "examples" / "fsdp-mixed-dtype-flatten"
+ID = "fsdp-mixed-dtype-flatten"
 
 TRAIN = r'''
 import functools, sys, time
@@ -86,22 +81,13 @@ dist.destroy_process_group()
 '''
 
 
-def run(args: list[str], script_args: list[str], out: pathlib.Path) -> None:
-    with tempfile.TemporaryDirectory() as tmp:
-        script = pathlib.Path(tmp) / "train_fsdp.py"
-        script.write_text(TRAIN)
-        env = dict(os.environ, OMP_NUM_THREADS="1")
-        cmd = [str(TORCHRUN), *args, str(script), *script_args]
-        proc = subprocess.run(cmd, cwd=tmp, env=env, stdout=subprocess.PIPE,
-                              stderr=subprocess.STDOUT, text=True, timeout=300)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(proc.stdout)
-    print(f"{out}: exit {proc.returncode}, {len(proc.stdout.splitlines())} lines")
-
-
 if __name__ == "__main__":
-    run(["--nproc-per-node", "2", "--master-port", "29661"], ["cast", "nowrap"], OUT / "positive-1.log")
-    run(["--nproc-per-node", "4", "--master-port", "29662", "--tee", "3"], ["cast", "wrap"],
-        OUT / "positive-2.log")
-    run(["--nproc-per-node", "2", "--master-port", "29663"], ["mp", "wrap"], OUT / "negative-1.log")
-    run(["--nproc-per-node", "2", "--master-port", "29664"], ["freeze", "nowrap"], OUT / "negative-2.log")
+    files = {"train_fsdp.py": TRAIN}
+    run_logged(ID, "positive-1.log", [TORCHRUN, "--nproc-per-node", "2", "--master-port", "29661",
+                                      "{tmp}/train_fsdp.py", "cast", "nowrap"], files=files)
+    run_logged(ID, "positive-2.log", [TORCHRUN, "--nproc-per-node", "4", "--master-port", "29662", "--tee", "3",
+                                      "{tmp}/train_fsdp.py", "cast", "wrap"], files=files)
+    run_logged(ID, "negative-1.log", [TORCHRUN, "--nproc-per-node", "2", "--master-port", "29663",
+                                      "{tmp}/train_fsdp.py", "mp", "wrap"], files=files)
+    run_logged(ID, "negative-2.log", [TORCHRUN, "--nproc-per-node", "2", "--master-port", "29664",
+                                      "{tmp}/train_fsdp.py", "freeze", "nowrap"], files=files)

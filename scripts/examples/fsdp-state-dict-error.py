@@ -4,7 +4,7 @@ positive-1.log: resume: a full (unwrapped, consolidated) checkpoint is loaded in
                 FSDP model while state_dict_type is SHARDED_STATE_DICT
                 (AssertionError: Expected ShardedTensor, got <class 'torch.Tensor'>).
 positive-2.log: the same resume mistake on 4 ranks under `torchrun --tee 3`.
-todo-1.log:     export: a SHARDED_STATE_DICT taken from the FSDP model is loaded into a
+positive-4.log:     export: a SHARDED_STATE_DICT taken from the FSDP model is loaded into a
                 plain nn.Module for inference ("... has no attribute 'local_shards'"), 2 ranks.
                 Kept as a known miss: the generic "Error(s) in loading state_dict for"
                 line (state-dict-mismatch) comes first in the same exception message.
@@ -18,13 +18,10 @@ Run: .venv/bin/python scripts/examples/fsdp-state-dict-error.py
 from __future__ import annotations
 
 import os
-import pathlib
-import subprocess
-import tempfile
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
-TORCHRUN = ROOT / ".venv" / "bin" / "torchrun"
-OUT = ROOT / "src" / "traintriage" / "kb" / "examples" / "fsdp-state-dict-error"
+from _runner import TORCHRUN, run_logged
+
+ID = "fsdp-state-dict-error"
 
 TRAIN = r'''
 import os, sys, time
@@ -74,24 +71,15 @@ dist.destroy_process_group()
 '''
 
 
-def run(args: list[str], script_args: list[str], out: pathlib.Path) -> None:
-    with tempfile.TemporaryDirectory() as tmp:
-        script = pathlib.Path(tmp) / "train.py"
-        script.write_text(TRAIN)
-        env = dict(os.environ, OMP_NUM_THREADS="1")
-        ckpt = "/tmp/ckpt/model_full.pt" if script_args[0] != "ok" else "/tmp/ckpt/final.pt"
-        os.makedirs("/tmp/ckpt", exist_ok=True)
-        cmd = [str(TORCHRUN), *args, str(script), script_args[0], ckpt]
-        proc = subprocess.run(cmd, cwd=tmp, env=env, stdout=subprocess.PIPE,
-                              stderr=subprocess.STDOUT, text=True, timeout=300)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(proc.stdout)
-    print(f"{out}: exit {proc.returncode}, {len(proc.stdout.splitlines())} lines")
+def run(args: list[str], mode: str, name: str) -> None:
+    ckpt = "/tmp/ckpt/model_full.pt" if mode != "ok" else "/tmp/ckpt/final.pt"
+    os.makedirs("/tmp/ckpt", exist_ok=True)
+    run_logged(ID, name, [TORCHRUN, *args, "{tmp}/train.py", mode, ckpt], files={"train.py": TRAIN})
 
 
 if __name__ == "__main__":
-    run(["--nproc-per-node", "2", "--master-port", "29681"], ["resume-full-into-sharded"], OUT / "positive-1.log")
-    run(["--nproc-per-node", "4", "--master-port", "29682", "--tee", "3"], ["resume-full-into-sharded"],
-        OUT / "positive-2.log")
-    run(["--nproc-per-node", "2", "--master-port", "29684"], ["sharded-into-plain"], OUT / "todo-1.log")
-    run(["--nproc-per-node", "2", "--master-port", "29683"], ["ok"], OUT / "negative-1.log")
+    run(["--nproc-per-node", "2", "--master-port", "29681"], "resume-full-into-sharded", "positive-1.log")
+    run(["--nproc-per-node", "4", "--master-port", "29682", "--tee", "3"], "resume-full-into-sharded",
+        "positive-2.log")
+    run(["--nproc-per-node", "2", "--master-port", "29684"], "sharded-into-plain", "positive-4.log")
+    run(["--nproc-per-node", "2", "--master-port", "29683"], "ok", "negative-1.log")

@@ -15,14 +15,9 @@ Run: .venv/bin/python scripts/examples/fsdp-uniform-requires-grad.py
 
 from __future__ import annotations
 
-import os
-import pathlib
-import subprocess
-import tempfile
+from _runner import TORCHRUN, run_logged
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
-TORCHRUN = ROOT / ".venv" / "bin" / "torchrun"
-OUT = ROOT / "src" / "traintriage" / "kb" / "examples" / "fsdp-uniform-requires-grad"
+ID = "fsdp-uniform-requires-grad"
 
 TRAIN = r'''
 import functools, sys, time
@@ -81,22 +76,13 @@ dist.destroy_process_group()
 '''
 
 
-def run(args: list[str], script_args: list[str], out: pathlib.Path) -> None:
-    with tempfile.TemporaryDirectory() as tmp:
-        script = pathlib.Path(tmp) / "finetune_lora.py"
-        script.write_text(TRAIN)
-        env = dict(os.environ, OMP_NUM_THREADS="1")
-        cmd = [str(TORCHRUN), *args, str(script), *script_args]
-        proc = subprocess.run(cmd, cwd=tmp, env=env, stdout=subprocess.PIPE,
-                              stderr=subprocess.STDOUT, text=True, timeout=300)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(proc.stdout)
-    print(f"{out}: exit {proc.returncode}, {len(proc.stdout.splitlines())} lines")
-
-
 if __name__ == "__main__":
-    run(["--nproc-per-node", "2", "--master-port", "29671"], ["frozen", "nowrap"], OUT / "positive-1.log")
-    run(["--nproc-per-node", "4", "--master-port", "29672", "--tee", "3"], ["frozen", "wrap"],
-        OUT / "positive-2.log")
-    run(["--nproc-per-node", "2", "--master-port", "29673"], ["orig", "wrap"], OUT / "negative-1.log")
-    run(["--nproc-per-node", "2", "--master-port", "29674"], ["dtype", "wrap"], OUT / "negative-2.log")
+    files = {"finetune_lora.py": TRAIN}
+    run_logged(ID, "positive-1.log", [TORCHRUN, "--nproc-per-node", "2", "--master-port", "29671",
+                                      "{tmp}/finetune_lora.py", "frozen", "nowrap"], files=files)
+    run_logged(ID, "positive-2.log", [TORCHRUN, "--nproc-per-node", "4", "--master-port", "29672", "--tee", "3",
+                                      "{tmp}/finetune_lora.py", "frozen", "wrap"], files=files)
+    run_logged(ID, "negative-1.log", [TORCHRUN, "--nproc-per-node", "2", "--master-port", "29673",
+                                      "{tmp}/finetune_lora.py", "orig", "wrap"], files=files)
+    run_logged(ID, "negative-2.log", [TORCHRUN, "--nproc-per-node", "2", "--master-port", "29674",
+                                      "{tmp}/finetune_lora.py", "dtype", "wrap"], files=files)

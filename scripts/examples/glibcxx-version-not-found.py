@@ -14,16 +14,15 @@ Run: .venv/bin/python scripts/examples/glibcxx-version-not-found.py   (needs gcc
 
 from __future__ import annotations
 
-import os
 import pathlib
 import subprocess
 import sysconfig
-import tempfile
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
-VENV_BIN = ROOT / ".venv" / "bin"
-OUT = ROOT / "src" / "traintriage" / "kb" / "examples" / "glibcxx-version-not-found"
+from _runner import PY, TORCHRUN, run_logged
+
+ID = "glibcxx-version-not-found"
 SUFFIX = sysconfig.get_config_var("EXT_SUFFIX")
+SITE = "miniconda3/envs/train/lib/python3.11/site-packages"  # in the scratch dir, on PYTHONPATH
 
 TRAIN = r'''
 import logging, sys
@@ -44,34 +43,26 @@ def sh(*cmd: str) -> None:
     subprocess.run(list(cmd), check=True)
 
 
-def run(cmd: list[str], out: pathlib.Path) -> None:
-    with tempfile.TemporaryDirectory() as tmp:
-        t = pathlib.Path(tmp)
-        site = t / "miniconda3" / "envs" / "train" / "lib" / "python3.11" / "site-packages"
-        (site / "fasttok").mkdir(parents=True)
-        (site / "fasttok" / "__init__.py").write_text("")
-        stub = t / "stub"
-        stub.mkdir()
-        (stub / "v.map").write_text("GLIBCXX_3.4.32 { global: _ZSt21ios_base_library_initv; };\n")
-        (stub / "s.c").write_text("void _ZSt21ios_base_library_initv(void) {}\n")
-        sh("gcc", "-shared", "-fPIC", "-Wl,-soname,libstdc++.so.6", f"-Wl,--version-script={stub}/v.map",
-           "-o", str(stub / "libstdc++.so.6"), str(stub / "s.c"))
-        (stub / "ext.c").write_text("extern void _ZSt21ios_base_library_initv(void);\n"
-                                    "void *PyInit__fasttok(void) { _ZSt21ios_base_library_initv(); return 0; }\n")
-        sh("gcc", "-shared", "-fPIC", "-o", str(site / "fasttok" / f"_fasttok{SUFFIX}"), str(stub / "ext.c"),
-           str(stub / "libstdc++.so.6"))
-        for f in stub.iterdir():
-            f.unlink()
-        (t / "train.py").write_text(TRAIN)
-        env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=str(site))
-        proc = subprocess.run(cmd, cwd=tmp, env=env, stdout=subprocess.PIPE,
-                              stderr=subprocess.STDOUT, text=True, timeout=300)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(proc.stdout)
-    print(f"{out}: exit {proc.returncode}, {len(proc.stdout.splitlines())} lines")
+def build_extension(t: pathlib.Path) -> None:
+    """fasttok/_fasttok*.so, linked against a stand-in libstdc++.so.6 with GLIBCXX_3.4.32 (then removed)."""
+    site = t / SITE
+    stub = t / "stub"
+    stub.mkdir()
+    (stub / "v.map").write_text("GLIBCXX_3.4.32 { global: _ZSt21ios_base_library_initv; };\n")
+    (stub / "s.c").write_text("void _ZSt21ios_base_library_initv(void) {}\n")
+    sh("gcc", "-shared", "-fPIC", "-Wl,-soname,libstdc++.so.6", f"-Wl,--version-script={stub}/v.map",
+       "-o", str(stub / "libstdc++.so.6"), str(stub / "s.c"))
+    (stub / "ext.c").write_text("extern void _ZSt21ios_base_library_initv(void);\n"
+                                "void *PyInit__fasttok(void) { _ZSt21ios_base_library_initv(); return 0; }\n")
+    sh("gcc", "-shared", "-fPIC", "-o", str(site / "fasttok" / f"_fasttok{SUFFIX}"), str(stub / "ext.c"),
+       str(stub / "libstdc++.so.6"))
+    for f in stub.iterdir():
+        f.unlink()
 
 
 if __name__ == "__main__":
-    run([str(VENV_BIN / "torchrun"), "--nproc-per-node", "2", "--master-port", "29791", "--tee", "3",
-         "train.py", "torchrun"], OUT / "positive-1.log")
-    run([str(VENV_BIN / "python"), "train.py", "plain"], OUT / "positive-2.log")
+    files = {f"{SITE}/fasttok/__init__.py": "", "train.py": TRAIN}
+    env = {"PYTHONPATH": "{tmp}/" + SITE}
+    run_logged(ID, "positive-1.log", [TORCHRUN, "--nproc-per-node", "2", "--master-port", "29791", "--tee", "3",
+                                      "train.py", "torchrun"], files=files, setup=build_extension, env=env)
+    run_logged(ID, "positive-2.log", [PY, "train.py", "plain"], files=files, setup=build_extension, env=env)

@@ -16,14 +16,9 @@ Run: .venv/bin/python scripts/examples/host-oom-killed.py
 
 from __future__ import annotations
 
-import os
-import pathlib
-import subprocess
-import tempfile
+from _runner import TORCHRUN, run, write_log
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
-VENV = ROOT / ".venv" / "bin"
-OUT = ROOT / "src" / "traintriage" / "kb" / "examples" / "host-oom-killed"
+ID = "host-oom-killed"
 
 TRAIN = r'''
 import os, signal, sys, time
@@ -61,20 +56,12 @@ SLURM_TAIL = (
 )
 
 
-def run(cmd: list[str], out: pathlib.Path, tail: str = "") -> None:
-    with tempfile.TemporaryDirectory() as tmp:
-        (pathlib.Path(tmp) / "pretrain.py").write_text(TRAIN)
-        env = dict(os.environ, OMP_NUM_THREADS="1")
-        proc = subprocess.run(cmd, cwd=tmp, env=env, stdout=subprocess.PIPE,
-                              stderr=subprocess.STDOUT, text=True, timeout=300)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(proc.stdout + tail)
-    print(f"{out}: exit {proc.returncode}, {len(proc.stdout.splitlines())} lines")
+def run_pretrain(cmd: list[object], name: str, tail: str = "") -> None:
+    result = run(cmd, files={"pretrain.py": TRAIN}, env={"OMP_NUM_THREADS": "1"})
+    write_log(ID, name, result.output + tail, result.returncode)
 
 
 if __name__ == "__main__":
-    torchrun = str(VENV / "torchrun")
-    run([torchrun, "--nproc-per-node", "4", "--master-port", "29731", "--tee", "3",
-         "pretrain.py", "2"], OUT / "positive-1.log", SLURM_TAIL)
-    run([torchrun, "--nproc-per-node", "2", "--master-port", "29732", "pretrain.py", "1"],
-        OUT / "positive-2.log")
+    run_pretrain([TORCHRUN, "--nproc-per-node", "4", "--master-port", "29731", "--tee", "3", "pretrain.py", "2"],
+                 "positive-1.log", SLURM_TAIL)
+    run_pretrain([TORCHRUN, "--nproc-per-node", "2", "--master-port", "29732", "pretrain.py", "1"], "positive-2.log")

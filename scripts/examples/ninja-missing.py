@@ -13,14 +13,11 @@ Run: .venv/bin/python scripts/examples/ninja-missing.py
 
 from __future__ import annotations
 
-import os
-import pathlib
-import subprocess
-import tempfile
+from _runner import BIN, PY, TORCHRUN, run_logged
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
-VENV_BIN = ROOT / ".venv" / "bin"
-OUT = ROOT / "src" / "traintriage" / "kb" / "examples" / "ninja-missing"
+ID = "ninja-missing"
+# PATH is only the venv's bin, which has no ninja (a fresh venv with just `pip install torch`).
+ENV = {"PATH": str(BIN), "TORCH_EXTENSIONS_DIR": "{tmp}/ext"}
 
 OP = r'''
 #include <torch/extension.h>
@@ -44,21 +41,8 @@ fused = load(name="fused_scale_add", sources=["csrc/fused_scale_add.cpp"], verbo
 '''
 
 
-def run(cmd: list[str], out: pathlib.Path) -> None:
-    with tempfile.TemporaryDirectory() as tmp:
-        (pathlib.Path(tmp) / "csrc").mkdir()
-        (pathlib.Path(tmp) / "csrc" / "fused_scale_add.cpp").write_text(OP)
-        (pathlib.Path(tmp) / "train.py").write_text(TRAIN)
-        env = dict(os.environ, OMP_NUM_THREADS="1", PATH=str(VENV_BIN),
-                   TORCH_EXTENSIONS_DIR=f"{tmp}/ext")
-        proc = subprocess.run(cmd, cwd=tmp, env=env, stdout=subprocess.PIPE,
-                              stderr=subprocess.STDOUT, text=True, timeout=300)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(proc.stdout)
-    print(f"{out}: exit {proc.returncode}, {len(proc.stdout.splitlines())} lines")
-
-
 if __name__ == "__main__":
-    run([str(VENV_BIN / "torchrun"), "--nproc-per-node", "2", "--master-port", "29741", "--tee", "3",
-         "train.py", "torchrun"], OUT / "positive-1.log")
-    run([str(VENV_BIN / "python"), "train.py", "plain"], OUT / "positive-2.log")
+    files = {"csrc/fused_scale_add.cpp": OP, "train.py": TRAIN}
+    run_logged(ID, "positive-1.log", [TORCHRUN, "--nproc-per-node", "2", "--master-port", "29741", "--tee", "3",
+                                      "train.py", "torchrun"], files=files, env=ENV)
+    run_logged(ID, "positive-2.log", [PY, "train.py", "plain"], files=files, env=ENV)

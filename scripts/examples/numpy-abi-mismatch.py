@@ -15,14 +15,12 @@ Run: .venv/bin/python scripts/examples/numpy-abi-mismatch.py
 
 from __future__ import annotations
 
-import os
 import pathlib
 import subprocess
-import tempfile
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
-TORCHRUN = ROOT / ".venv" / "bin" / "torchrun"
-OUT = ROOT / "src" / "traintriage" / "kb" / "examples" / "numpy-abi-mismatch"
+from _runner import TORCHRUN, run_logged
+
+ID = "numpy-abi-mismatch"
 VENV = pathlib.Path("/tmp/tt-npabi")
 SYS_SITE = "/root/.pyenv/versions/3.11.7/lib/python3.11/site-packages"  # NumPy 2.x lives here
 
@@ -50,21 +48,11 @@ def ensure_venv() -> None:
                         "--only-binary=:all:", "bottleneck==1.3.7"], check=True)
 
 
-def run(cmd: list[str], out: pathlib.Path, env_extra: dict[str, str]) -> None:
-    with tempfile.TemporaryDirectory() as tmp:
-        (pathlib.Path(tmp) / "prepare_data.py").write_text(TRAIN)
-        env = dict(os.environ, OMP_NUM_THREADS="1", **env_extra)
-        proc = subprocess.run(cmd, cwd=tmp, env=env, stdout=subprocess.PIPE,
-                              stderr=subprocess.STDOUT, text=True, timeout=300)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(proc.stdout)
-    print(f"{out}: exit {proc.returncode}, {len(proc.stdout.splitlines())} lines")
-
-
 if __name__ == "__main__":
     ensure_venv()
     site = VENV / "lib" / "python3.11" / "site-packages"
-    run([str(TORCHRUN), "--nproc-per-node", "2", "--master-port", "29731", "--tee", "3",
-         "prepare_data.py", "torchrun"], OUT / "positive-1.log",
-        {"PYTHONPATH": f"{site}:{SYS_SITE}"})
-    run([str(VENV / "bin" / "python"), "prepare_data.py", "plain"], OUT / "positive-2.log", {})
+    files = {"prepare_data.py": TRAIN}
+    run_logged(ID, "positive-1.log", [TORCHRUN, "--nproc-per-node", "2", "--master-port", "29731", "--tee", "3",
+                                      "prepare_data.py", "torchrun"], files=files,
+               env={"PYTHONPATH": f"{site}:{SYS_SITE}"})
+    run_logged(ID, "positive-2.log", [VENV / "bin" / "python", "prepare_data.py", "plain"], files=files)

@@ -20,16 +20,12 @@ Run: .venv/bin/python scripts/examples/package-version-incompatible.py
 
 from __future__ import annotations
 
-import os
 import pathlib
 import subprocess
-import tempfile
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
-VENV_BIN = ROOT / ".venv" / "bin"
-OUT = ROOT / "src" / "traintriage" / "kb" / "examples" / "package-version-incompatible"
-HF_VENV = pathlib.Path("/tmp/tt-hf")
-HF_SITE = HF_VENV / "lib" / "python3.11" / "site-packages"
+from _runner import HF_SITE, HF_VENV, PY, TORCHRUN, ensure_hf_venv, run_logged
+
+ID = "package-version-incompatible"
 TOK = pathlib.Path("/tmp/tt-tok")
 
 SCRIPT = r'''
@@ -55,42 +51,32 @@ elif MODE == "circular":
 
 
 def ensure_envs() -> None:
-    if not (HF_VENV / "bin" / "python").exists():
-        subprocess.run(["python3", "-m", "venv", str(HF_VENV)], check=True)
-        subprocess.run([str(HF_VENV / "bin" / "pip"), "install", "-q", "transformers==5.24.0"],
-                       check=True)
+    ensure_hf_venv()
     if not TOK.exists():
         subprocess.run([str(HF_VENV / "bin" / "pip"), "install", "-q", "--no-deps", "--target", str(TOK),
                         "--only-binary=:all:", "tokenizers==0.22.1"], check=True)
 
 
-def run(cmd: list[str], out: pathlib.Path, pythonpath: str = "") -> None:
-    with tempfile.TemporaryDirectory() as tmp:
-        t = pathlib.Path(tmp)
-        (t / "finetune.py").write_text(SCRIPT)
-        (t / "utils").mkdir()
-        (t / "utils" / "__init__.py").write_text("")
-        (t / "utils" / "clip_grad.py").write_text(
-            "import torch\nfrom torch._six import inf\n\n\ndef clip_grad_norm_(parameters, max_norm, norm_type=2):\n"
-            "    ...\n")
-        (t / "mypkg").mkdir()
-        (t / "mypkg" / "__init__.py").write_text("")
-        (t / "mypkg" / "train.py").write_text("from mypkg.models import build_model\n\n\ndef main():\n    build_model()\n")
-        (t / "mypkg" / "models.py").write_text("from mypkg.losses import LabelSmoothingLoss\n\n\ndef build_model():\n    ...\n")
-        (t / "mypkg" / "losses.py").write_text("from mypkg.models import build_model\n\n\nclass LabelSmoothingLoss:\n    ...\n")
-        env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=pythonpath)
-        proc = subprocess.run(cmd, cwd=tmp, env=env, stdout=subprocess.PIPE,
-                              stderr=subprocess.STDOUT, text=True, timeout=300)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(proc.stdout)
-    print(f"{out}: exit {proc.returncode}, {len(proc.stdout.splitlines())} lines")
+FILES = {
+    "finetune.py": SCRIPT,
+    "utils/__init__.py": "",
+    "utils/clip_grad.py": "import torch\nfrom torch._six import inf\n\n\ndef clip_grad_norm_(parameters, max_norm, norm_type=2):\n"
+                          "    ...\n",
+    "mypkg/__init__.py": "",
+    "mypkg/train.py": "from mypkg.models import build_model\n\n\ndef main():\n    build_model()\n",
+    "mypkg/models.py": "from mypkg.losses import LabelSmoothingLoss\n\n\ndef build_model():\n    ...\n",
+    "mypkg/losses.py": "from mypkg.models import build_model\n\n\nclass LabelSmoothingLoss:\n    ...\n",
+}
+
+
+def run(cmd: list[object], name: str, pythonpath: str = "") -> None:
+    run_logged(ID, name, cmd, files=FILES, env={"PYTHONPATH": pythonpath})
 
 
 if __name__ == "__main__":
     ensure_envs()
-    run([str(VENV_BIN / "torchrun"), "--nproc-per-node", "2", "--master-port", "29811", "--tee", "3",
-         "finetune.py", "tokenizers"], OUT / "positive-1.log", f"{TOK}:{HF_SITE}")
-    run([str(HF_VENV / "bin" / "python"), "finetune.py", "adamw"], OUT / "positive-2.log")
-    run([str(VENV_BIN / "torchrun"), "--nproc-per-node", "2", "--master-port", "29812",
-         "finetune.py", "six"], OUT / "positive-3.log")
-    run([str(VENV_BIN / "python"), "finetune.py", "circular"], OUT / "negative-1.log")
+    run([TORCHRUN, "--nproc-per-node", "2", "--master-port", "29811", "--tee", "3", "finetune.py", "tokenizers"],
+        "positive-1.log", f"{TOK}:{HF_SITE}")
+    run([HF_VENV / "bin" / "python", "finetune.py", "adamw"], "positive-2.log")
+    run([TORCHRUN, "--nproc-per-node", "2", "--master-port", "29812", "finetune.py", "six"], "positive-3.log")
+    run([PY, "finetune.py", "circular"], "negative-1.log")

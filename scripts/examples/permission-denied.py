@@ -16,54 +16,9 @@ Run (as root): .venv/bin/python scripts/examples/permission-denied.py
 from __future__ import annotations
 
 import os
-import pathlib
-import re
-import subprocess
 import sys
-import tempfile
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
-VENV = ROOT / ".venv"
-PY = VENV / "bin" / "python"
-TORCHRUN = VENV / "bin" / "torchrun"
-KB_EXAMPLES = ROOT / "src" / "traintriage" / "kb" / "examples"
-
-# This machine's torch build has no NumPy; drop its import-time warning, and show the
-# interpreter paths as a typical conda image would so the examples read like a user's log.
-_DROP = re.compile(r"Failed to initialize NumPy|_conversion_method_template")
-
-
-def clean(text: str, workdir: str, project: str = "/workspace/train") -> str:
-    # torch's worker signal handlers write their banner including the C string's NUL byte;
-    # keep the log plain text.
-    text = text.replace("\x00", "")
-    lines = [ln for ln in text.splitlines() if not _DROP.search(ln)]
-    text = "\n".join(lines) + "\n"
-    text = text.replace(str(VENV / "lib"), "/opt/conda/lib").replace(str(VENV / "bin"), "/opt/conda/bin")
-    text = text.replace(os.path.dirname(os.__file__), "/opt/conda/lib/python3.11")
-    return text.replace(workdir, project)
-
-
-def run(files: dict[str, str], cmd: list[str], *, env: dict[str, str] | None = None,
-        project: str = "/workspace/train", timeout: int = 300, preexec=None) -> str:
-    """Write `files` into a scratch dir, run `cmd` there, return the cleaned console output."""
-    with tempfile.TemporaryDirectory(prefix="ttex-") as tmp:
-        os.chmod(tmp, 0o755)
-        for name, body in files.items():
-            path = pathlib.Path(tmp) / name
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(body)
-        full_env = dict(os.environ, PYTHONUNBUFFERED="1", **(env or {}))
-        proc = subprocess.run([str(c) for c in cmd], cwd=tmp, env=full_env, stdout=subprocess.PIPE,
-                              stderr=subprocess.STDOUT, text=True, timeout=timeout, preexec_fn=preexec)
-        return clean(proc.stdout, tmp, project)
-
-
-def write(entry_id: str, name: str, text: str) -> None:
-    out = KB_EXAMPLES / entry_id / name
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(text)
-    print(f"{out.relative_to(ROOT)}: {len(text.splitlines())} lines")
+from _runner import VENV, run_cleaned, write_log
 
 ID = "permission-denied"
 SYSPY = "/usr/bin/python3.11"
@@ -132,32 +87,30 @@ if __name__ == "__main__":
 '''
 
 
+# /root (and the pyenv interpreter behind .venv) is not traversable by uid 65534: run the
+# system interpreter on the venv's site-packages instead.
+NOBODY_ENV = {"HOME": "/root", "PYTHONPATH": str(VENV / "lib" / "python3.11" / "site-packages")}
+AS_NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+
+
 def run_as_nobody(cmd, project, writable=()):
-    """Like run(), but the scratch dir is root-owned (755) with the given subdirs made world-writable."""
-    with tempfile.TemporaryDirectory(prefix="ttex-") as tmp:
-        os.chmod(tmp, 0o755)
-        (pathlib.Path(tmp) / "train.py").write_text(TRAIN)
+    """run_cleaned() as uid 65534 in the root-owned (755) scratch dir, the given subdirs made world-writable."""
+    def setup(tmp):
         for d in ("outputs/run1", "shared/dashboard", *writable):
-            path = pathlib.Path(tmp) / d
+            path = tmp / d
             path.mkdir(parents=True, exist_ok=True)
             path.chmod(0o777 if d in writable else 0o755)
-        # /root (and the pyenv interpreter behind .venv) is not traversable by uid 65534: run the
-        # system interpreter on the venv's site-packages instead.
-        env = dict(os.environ, PYTHONUNBUFFERED="1", HOME="/root", PYTHONPATH=str(VENV / "lib" / "python3.11" / "site-packages"))
-        drop = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
-        proc = subprocess.run(drop + [str(c) for c in cmd], cwd=tmp, env=env, stdout=subprocess.PIPE,
-                              stderr=subprocess.STDOUT, text=True, timeout=300)
-        return clean(proc.stdout, tmp, project)
+    return run_cleaned({"train.py": TRAIN}, [*AS_NOBODY, *cmd], project=project, env=NOBODY_ENV, setup=setup)
 
 
 if __name__ == "__main__":
     if os.geteuid() != 0:
         sys.exit("run as root: the example needs to drop privileges to uid 65534")
-    write(ID, "positive-1.log", run_as_nobody([SYSPY, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2", "--tee", "3", "train.py",
-                                               "--output_dir", "outputs/run1"], "/mnt/shared/llm"))
-    write(ID, "positive-2.log", run_as_nobody([SYSPY, "train.py", "--output_dir", "outputs/run1", "--save_mode", "file",
-                                               "--save_steps", "25"], "/mnt/shared/llm"))
-    write(ID, "positive-3.log", run_as_nobody([SYSPY, "train.py", "--hub_cache"], "/mnt/shared/llm"))
-    write(ID, "negative-1.log", run_as_nobody([SYSPY, "train.py", "--output_dir", "scratch/run1", "--metrics_snapshot",
-                                               "shared/dashboard/metrics.json"], "/mnt/shared/llm",
-                                              writable=("scratch/run1",)))
+    write_log(ID, "positive-1.log", run_as_nobody([SYSPY, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2", "--tee", "3", "train.py",
+                                                   "--output_dir", "outputs/run1"], "/mnt/shared/llm"))
+    write_log(ID, "positive-2.log", run_as_nobody([SYSPY, "train.py", "--output_dir", "outputs/run1", "--save_mode", "file",
+                                                   "--save_steps", "25"], "/mnt/shared/llm"))
+    write_log(ID, "positive-3.log", run_as_nobody([SYSPY, "train.py", "--hub_cache"], "/mnt/shared/llm"))
+    write_log(ID, "negative-1.log", run_as_nobody([SYSPY, "train.py", "--output_dir", "scratch/run1", "--metrics_snapshot",
+                                                   "shared/dashboard/metrics.json"], "/mnt/shared/llm",
+                                                  writable=("scratch/run1",)))

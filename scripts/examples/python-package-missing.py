@@ -16,16 +16,9 @@ Run: .venv/bin/python scripts/examples/python-package-missing.py
 
 from __future__ import annotations
 
-import os
-import pathlib
-import subprocess
-import tempfile
+from _runner import HF_OFFLINE, HF_VENV, PY, TORCHRUN, ensure_hf_venv, run_logged
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
-PY = ROOT / ".venv" / "bin" / "python"
-TORCHRUN = ROOT / ".venv" / "bin" / "torchrun"
-OUT = ROOT / "src" / "traintriage" / "kb" / "examples" / "python-package-missing"
-HF_VENV = pathlib.Path("/tmp/tt-hf")
+ID = "python-package-missing"
 
 TRAIN = r'''
 import logging, os, sys
@@ -72,29 +65,12 @@ model = AutoModelForCausalLM.from_pretrained("./gpt2-local")
 '''
 
 
-def ensure_hf_venv() -> None:
-    if not (HF_VENV / "bin" / "python").exists():
-        subprocess.run(["python3", "-m", "venv", str(HF_VENV)], check=True)
-        subprocess.run([str(HF_VENV / "bin" / "pip"), "install", "-q", "transformers==5.24.0"],
-                       check=True)
-
-
-def run(cmd: list[str], out: pathlib.Path, script: str = TRAIN, name: str = "train.py") -> None:
-    with tempfile.TemporaryDirectory() as tmp:
-        (pathlib.Path(tmp) / name).write_text(script)
-        env = dict(os.environ, OMP_NUM_THREADS="1", HF_HUB_OFFLINE="1", HF_HOME=f"{tmp}/hf")
-        proc = subprocess.run(cmd, cwd=tmp, env=env, stdout=subprocess.PIPE,
-                              stderr=subprocess.STDOUT, text=True, timeout=300)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(proc.stdout)
-    print(f"{out}: exit {proc.returncode}, {len(proc.stdout.splitlines())} lines")
-
-
 if __name__ == "__main__":
-    run([str(TORCHRUN), "--nproc-per-node", "3", "--master-port", "29721", "train.py", "deepspeed"],
-        OUT / "positive-1.log")
+    train = {"train.py": TRAIN}
+    run_logged(ID, "positive-1.log", [TORCHRUN, "--nproc-per-node", "3", "--master-port", "29721", "train.py",
+                                      "deepspeed"], files=train, env=HF_OFFLINE)
     ensure_hf_venv()
-    run([str(HF_VENV / "bin" / "python"), "finetune.py"], OUT / "positive-2.log", FINETUNE,
-        "finetune.py")
-    run([str(PY), "train.py", "apex"], OUT / "negative-1.log")
-    run([str(PY), "train.py", "six"], OUT / "negative-2.log")
+    run_logged(ID, "positive-2.log", [HF_VENV / "bin" / "python", "finetune.py"], files={"finetune.py": FINETUNE},
+               env=HF_OFFLINE)
+    run_logged(ID, "negative-1.log", [PY, "train.py", "apex"], files=train, env=HF_OFFLINE)
+    run_logged(ID, "negative-2.log", [PY, "train.py", "six"], files=train, env=HF_OFFLINE)

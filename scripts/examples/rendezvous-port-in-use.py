@@ -14,15 +14,11 @@ Run: .venv/bin/python scripts/examples/rendezvous-port-in-use.py
 
 from __future__ import annotations
 
-import os
-import pathlib
 import socket
-import subprocess
-import tempfile
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
-VENV = ROOT / ".venv" / "bin"
-OUT = ROOT / "src" / "traintriage" / "kb" / "examples" / "rendezvous-port-in-use"
+from _runner import PY, TORCHRUN, run_logged
+
+ID = "rendezvous-port-in-use"
 
 TRAIN = r'''
 import datetime, os, sys
@@ -51,24 +47,13 @@ def hold(port: int, family: int = socket.AF_INET, v6only: bool = False) -> socke
     return s
 
 
-def run(cmd: list[str], out: pathlib.Path, **extra_env: str) -> None:
-    with tempfile.TemporaryDirectory() as tmp:
-        (pathlib.Path(tmp) / "train.py").write_text(TRAIN)
-        env = dict(os.environ, OMP_NUM_THREADS="1", **extra_env)
-        proc = subprocess.run(cmd, cwd=tmp, env=env, stdout=subprocess.PIPE,
-                              stderr=subprocess.STDOUT, text=True, timeout=300)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(proc.stdout)
-    print(f"{out}: exit {proc.returncode}, {len(proc.stdout.splitlines())} lines")
-
-
 if __name__ == "__main__":
-    torchrun, python = str(VENV / "torchrun"), str(VENV / "python")
+    files = {"train.py": TRAIN}
     with hold(29701, socket.AF_INET6, v6only=False):
-        run([torchrun, "--nproc-per-node", "2", "--master-port", "29701", "train.py"],
-            OUT / "positive-1.log")
+        run_logged(ID, "positive-1.log", [TORCHRUN, "--nproc-per-node", "2", "--master-port", "29701", "train.py"],
+                   files=files)
     with hold(29702, socket.AF_INET6, v6only=False):
-        run([python, "train.py", "tcp://127.0.0.1:29702"], OUT / "positive-2.log")
+        run_logged(ID, "positive-2.log", [PY, "train.py", "tcp://127.0.0.1:29702"], files=files)
     with hold(29703, socket.AF_INET6, v6only=True):
-        run([torchrun, "--nproc-per-node", "2", "--master-port", "29703", "train.py"],
-            OUT / "negative-1.log", TORCH_CPP_LOG_LEVEL="INFO")
+        run_logged(ID, "negative-1.log", [TORCHRUN, "--nproc-per-node", "2", "--master-port", "29703", "train.py"],
+                   files=files, env={"TORCH_CPP_LOG_LEVEL": "INFO"})

@@ -18,16 +18,15 @@ Run: .venv/bin/python scripts/examples/shared-library-missing.py   (needs gcc)
 
 from __future__ import annotations
 
-import os
 import pathlib
 import subprocess
 import sysconfig
-import tempfile
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
-VENV_BIN = ROOT / ".venv" / "bin"
-OUT = ROOT / "src" / "traintriage" / "kb" / "examples" / "shared-library-missing"
+from _runner import PY, TORCHRUN, run_logged
+
+ID = "shared-library-missing"
 SUFFIX = sysconfig.get_config_var("EXT_SUFFIX")
+SITE = "env/lib/python3.11/site-packages"  # in the scratch dir, on PYTHONPATH
 
 TRAIN = r'''
 import ctypes, logging, os, sys
@@ -49,32 +48,26 @@ def sh(*cmd: str) -> None:
     subprocess.run(list(cmd), check=True)
 
 
-def run(cmd: list[str], out: pathlib.Path) -> None:
-    with tempfile.TemporaryDirectory() as tmp:
-        t = pathlib.Path(tmp)
-        site = t / "env" / "lib" / "python3.11" / "site-packages"
-        site.mkdir(parents=True)
-        stub = t / "stub"
-        stub.mkdir()
-        (stub / "cudnn.c").write_text("int cudnnGetVersion(void) { return 90100; }\n")
-        sh("gcc", "-shared", "-fPIC", "-Wl,-soname,libcudnn.so.9", "-o", str(stub / "libcudnn.so.9"),
-           str(stub / "cudnn.c"))
-        (stub / "ext.c").write_text("extern int cudnnGetVersion(void);\n"
-                                    "void *PyInit_xformers_ops(void) { cudnnGetVersion(); return 0; }\n")
-        sh("gcc", "-shared", "-fPIC", "-o", str(site / f"xformers_ops{SUFFIX}"), str(stub / "ext.c"),
-           str(stub / "libcudnn.so.9"))
-        for f in stub.iterdir():
-            f.unlink()  # the runtime library is now missing, as on the broken host
-        (t / "serve.py").write_text(TRAIN)
-        env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=str(site))
-        proc = subprocess.run(cmd, cwd=tmp, env=env, stdout=subprocess.PIPE,
-                              stderr=subprocess.STDOUT, text=True, timeout=300)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(proc.stdout)
-    print(f"{out}: exit {proc.returncode}, {len(proc.stdout.splitlines())} lines")
+def build_extension(t: pathlib.Path) -> None:
+    """xformers_ops*.so, linked against a stand-in libcudnn.so.9 that is then deleted."""
+    site = t / SITE
+    site.mkdir(parents=True)
+    stub = t / "stub"
+    stub.mkdir()
+    (stub / "cudnn.c").write_text("int cudnnGetVersion(void) { return 90100; }\n")
+    sh("gcc", "-shared", "-fPIC", "-Wl,-soname,libcudnn.so.9", "-o", str(stub / "libcudnn.so.9"),
+       str(stub / "cudnn.c"))
+    (stub / "ext.c").write_text("extern int cudnnGetVersion(void);\n"
+                                "void *PyInit_xformers_ops(void) { cudnnGetVersion(); return 0; }\n")
+    sh("gcc", "-shared", "-fPIC", "-o", str(site / f"xformers_ops{SUFFIX}"), str(stub / "ext.c"),
+       str(stub / "libcudnn.so.9"))
+    for f in stub.iterdir():
+        f.unlink()  # the runtime library is now missing, as on the broken host
 
 
 if __name__ == "__main__":
-    run([str(VENV_BIN / "torchrun"), "--nproc-per-node", "2", "--master-port", "29781", "--tee", "3",
-         "serve.py", "ext"], OUT / "positive-1.log")
-    run([str(VENV_BIN / "python"), "serve.py", "ctypes"], OUT / "positive-2.log")
+    files = {"serve.py": TRAIN}
+    env = {"PYTHONPATH": "{tmp}/" + SITE}
+    run_logged(ID, "positive-1.log", [TORCHRUN, "--nproc-per-node", "2", "--master-port", "29781", "--tee", "3",
+                                      "serve.py", "ext"], files=files, setup=build_extension, env=env)
+    run_logged(ID, "positive-2.log", [PY, "serve.py", "ctypes"], files=files, setup=build_extension, env=env)

@@ -18,99 +18,24 @@ Run: .venv/bin/python scripts/examples/slurm-preempted.py
 
 from __future__ import annotations
 
-import datetime
-import os
-import pathlib
 import signal
-import subprocess
-import tempfile
-import threading
-import time
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
-TORCHRUN = ROOT / ".venv" / "bin" / "torchrun"
+from _runner import run_signalled
 
-TRAIN = r'''
-import os, signal, sys, time
-import torch, torch.distributed as dist
-
-HANDLE = sys.argv[1] == "handle"
-stop = {"flag": False}
-if HANDLE:
-    def on_term(signum, frame):
-        stop["flag"] = True
-    signal.signal(signal.SIGTERM, on_term)
-
-dist.init_process_group("gloo")
-rank, world = dist.get_rank(), dist.get_world_size()
-torch.manual_seed(rank)
-model = torch.nn.Linear(64, 64)
-opt = torch.optim.SGD(model.parameters(), lr=0.01)
-for step in range(1, 200):
-    loss = model(torch.randn(32, 64)).pow(2).mean()
-    loss.backward()
-    for p in model.parameters():
-        dist.all_reduce(p.grad); p.grad /= world
-    opt.step(); opt.zero_grad()
-    if rank == 0:
-        print(f"Epoch 0: {step}/199 [{'#' * (step // 20):<10}] loss={loss.item():.4f}", flush=True)
-    if stop["flag"]:
-        print(f"rank {rank}: caught SIGTERM at step {step}, saving checkpoint to /tmp/ckpt/step{step}-rank{rank}.pt and exiting", flush=True)
-        torch.save(model.state_dict(), f"/tmp/ckpt/step{step}-rank{rank}.pt")
-        break
-    time.sleep(0.25)
-dist.destroy_process_group()
-'''
-
-
-def run(args: list[str], mode: str, sig: int, target: str, out: pathlib.Path,
-        label: str = "", inject: str = "") -> None:
-    os.makedirs("/tmp/ckpt", exist_ok=True)
-    with tempfile.TemporaryDirectory() as tmp:
-        script = pathlib.Path(tmp) / "train.py"
-        script.write_text(TRAIN)
-        env = dict(os.environ, OMP_NUM_THREADS="1")
-        cmd = [str(TORCHRUN), *args, str(script), mode]
-        proc = subprocess.Popen(cmd, cwd=tmp, env=env, stdout=subprocess.PIPE,
-                                stderr=subprocess.STDOUT, text=True, start_new_session=True)
-        lines: list[str] = []
-
-        def reader() -> None:
-            assert proc.stdout is not None
-            for line in proc.stdout:
-                lines.append(label + line)
-
-        t = threading.Thread(target=reader)
-        t.start()
-        while not any("/199" in l and " 8/199" in l for l in lines):
-            time.sleep(0.1)
-            if proc.poll() is not None:
-                break
-        if inject:
-            now = datetime.datetime.now().strftime("%Y-%m-%dT%H:%M:%S")
-            lines.append(inject.format(now=now) + "\n")
-        if target == "agent":
-            os.kill(proc.pid, sig)
-        else:  # the workers: every child of the agent
-            kids = subprocess.run(["pgrep", "-P", str(proc.pid)], capture_output=True, text=True).stdout.split()
-            for k in kids:
-                os.kill(int(k), sig)
-        proc.wait(timeout=120)
-        t.join()
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text("".join(lines))
-    print(f"{out}: exit {proc.returncode}, {len(lines)} lines")
+# The job is _runner.SIGNALLED_TRAIN, the healthy gloo loop these three generators share.
+ID = "slurm-preempted"
 
 
 if __name__ == "__main__":
-    OUT = ROOT / "src" / "traintriage" / "kb" / "examples" / "slurm-preempted"
-    run(["--nproc-per-node", "2", "--master-port", "29721"], "plain", signal.SIGTERM, "agent",
-        OUT / "positive-1.log", label="0: ",
-        inject="slurmstepd: error: *** STEP 5520981.0 ON gpu-h100-112 CANCELLED AT {now} DUE TO PREEMPTION ***\n"
-               "srun: Job step aborted: Waiting up to 32 seconds for job step to finish.")
-    run(["--nproc-per-node", "4", "--master-port", "29722", "--tee", "3"], "plain", signal.SIGTERM, "agent",
-        OUT / "positive-2.log",
-        inject="slurmstepd: error: *** JOB 5520999 ON gpu-h100-113 CANCELLED AT {now} DUE TO NODE FAILURE, SEE SLURMCTLD LOG FOR DETAILS ***")
-    run(["--nproc-per-node", "2", "--master-port", "29723"], "plain", signal.SIGTERM, "agent",
-        OUT / "negative-1.log", label="0: ",
-        inject="slurmstepd: error: *** STEP 5521003.0 ON gpu-h100-112 CANCELLED AT {now} DUE TO TIME LIMIT ***")
+    run_signalled(ID, "positive-1.log", ["--nproc-per-node", "2", "--master-port", "29721"],
+                  "plain", signal.SIGTERM, "agent",
+                  label="0: ",
+                  inject="slurmstepd: error: *** STEP 5520981.0 ON gpu-h100-112 CANCELLED AT {now} DUE TO PREEMPTION ***\n"
+                         "srun: Job step aborted: Waiting up to 32 seconds for job step to finish.")
+    run_signalled(ID, "positive-2.log", ["--nproc-per-node", "4", "--master-port", "29722", "--tee", "3"],
+                  "plain", signal.SIGTERM, "agent",
+                  inject="slurmstepd: error: *** JOB 5520999 ON gpu-h100-113 CANCELLED AT {now} DUE TO NODE FAILURE, SEE SLURMCTLD LOG FOR DETAILS ***")
+    run_signalled(ID, "negative-1.log", ["--nproc-per-node", "2", "--master-port", "29723"],
+                  "plain", signal.SIGTERM, "agent",
+                  label="0: ",
+                  inject="slurmstepd: error: *** STEP 5521003.0 ON gpu-h100-112 CANCELLED AT {now} DUE TO TIME LIMIT ***")

@@ -13,14 +13,9 @@ Run: .venv/bin/python scripts/examples/state-dict-mismatch.py
 
 from __future__ import annotations
 
-import os
-import pathlib
-import subprocess
-import tempfile
+from _runner import PY, TORCHRUN, run_logged
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
-VENV = ROOT / ".venv" / "bin"
-OUT = ROOT / "src" / "traintriage" / "kb" / "examples" / "state-dict-mismatch"
+ID = "state-dict-mismatch"
 
 TRAIN = r'''
 import logging, sys
@@ -77,20 +72,9 @@ elif MODE == "size":
 '''
 
 
-def run(cmd: list[str], out: pathlib.Path) -> None:
-    with tempfile.TemporaryDirectory() as tmp:
-        (pathlib.Path(tmp) / "finetune.py").write_text(TRAIN)
-        env = dict(os.environ, OMP_NUM_THREADS="1")
-        proc = subprocess.run(cmd, cwd=tmp, env=env, stdout=subprocess.PIPE,
-                              stderr=subprocess.STDOUT, text=True, timeout=300)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(proc.stdout)
-    print(f"{out}: exit {proc.returncode}, {len(proc.stdout.splitlines())} lines")
-
-
 if __name__ == "__main__":
-    python = str(VENV / "python")
-    run([python, "finetune.py", "prefix"], OUT / "positive-1.log")
-    run([str(VENV / "torchrun"), "--nproc-per-node", "2", "--master-port", "29681", "--tee", "3",
-         "finetune.py", "size"], OUT / "positive-2.log")
-    run([python, "finetune.py", "prefix-nonstrict"], OUT / "negative-1.log")
+    files = {"finetune.py": TRAIN}
+    run_logged(ID, "positive-1.log", [PY, "finetune.py", "prefix"], files=files)
+    run_logged(ID, "positive-2.log", [TORCHRUN, "--nproc-per-node", "2", "--master-port", "29681", "--tee", "3",
+                                      "finetune.py", "size"], files=files)
+    run_logged(ID, "negative-1.log", [PY, "finetune.py", "prefix-nonstrict"], files=files)

@@ -16,15 +16,9 @@ Run: .venv/bin/python scripts/examples/torch-not-compiled-with-cuda.py
 
 from __future__ import annotations
 
-import os
-import pathlib
-import subprocess
-import tempfile
+from _runner import PY, TORCHRUN, run_logged
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
-PY = ROOT / ".venv" / "bin" / "python"
-TORCHRUN = ROOT / ".venv" / "bin" / "torchrun"
-OUT = ROOT / "src" / "traintriage" / "kb" / "examples" / "torch-not-compiled-with-cuda"
+ID = "torch-not-compiled-with-cuda"
 
 TRAIN = r'''
 import logging, os, sys, time
@@ -62,21 +56,11 @@ elif MODE == "fallback":
 '''
 
 
-def run(cmd: list[str], out: pathlib.Path) -> None:
-    with tempfile.TemporaryDirectory() as tmp:
-        (pathlib.Path(tmp) / "train.py").write_text(TRAIN)
-        env = dict(os.environ, OMP_NUM_THREADS="1")
-        proc = subprocess.run(cmd, cwd=tmp, env=env, stdout=subprocess.PIPE,
-                              stderr=subprocess.STDOUT, text=True, timeout=300)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(proc.stdout)
-    print(f"{out}: exit {proc.returncode}, {len(proc.stdout.splitlines())} lines")
-
-
 if __name__ == "__main__":
-    run([str(TORCHRUN), "--nproc-per-node", "2", "--master-port", "29711", "--tee", "3",
-         "train.py", "to-cuda"], OUT / "positive-1.log")
-    run([str(PY), "train.py", "set-device"], OUT / "positive-2.log")
-    run([str(TORCHRUN), "--nproc-per-node", "2", "--master-port", "29712", "train.py", "nccl"],
-        OUT / "positive-3.log")
-    run([str(PY), "train.py", "fallback"], OUT / "negative-1.log")
+    files = {"train.py": TRAIN}
+    run_logged(ID, "positive-1.log", [TORCHRUN, "--nproc-per-node", "2", "--master-port", "29711", "--tee", "3",
+                                      "train.py", "to-cuda"], files=files)
+    run_logged(ID, "positive-2.log", [PY, "train.py", "set-device"], files=files)
+    run_logged(ID, "positive-3.log", [TORCHRUN, "--nproc-per-node", "2", "--master-port", "29712", "train.py", "nccl"],
+               files=files)
+    run_logged(ID, "negative-1.log", [PY, "train.py", "fallback"], files=files)

@@ -13,14 +13,12 @@ Run: .venv/bin/python scripts/examples/torchvision-torch-mismatch.py
 
 from __future__ import annotations
 
-import os
 import pathlib
 import subprocess
-import tempfile
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
-VENV_BIN = ROOT / ".venv" / "bin"
-OUT = ROOT / "src" / "traintriage" / "kb" / "examples" / "torchvision-torch-mismatch"
+from _runner import TORCHRUN, run_logged
+
+ID = "torchvision-torch-mismatch"
 TV = pathlib.Path("/tmp/tt-tv")
 
 TRAIN = r'''
@@ -40,18 +38,7 @@ def ensure_tv() -> None:
                         "--only-binary=:all:", "torchvision==0.19.0"], check=True)
 
 
-def run(cmd: list[str], out: pathlib.Path) -> None:
-    with tempfile.TemporaryDirectory() as tmp:
-        (pathlib.Path(tmp) / "train_vit.py").write_text(TRAIN)
-        env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=str(TV))
-        proc = subprocess.run(cmd, cwd=tmp, env=env, stdout=subprocess.PIPE,
-                              stderr=subprocess.STDOUT, text=True, timeout=300)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(proc.stdout)
-    print(f"{out}: exit {proc.returncode}, {len(proc.stdout.splitlines())} lines")
-
-
 if __name__ == "__main__":
     ensure_tv()
-    run([str(VENV_BIN / "torchrun"), "--nproc-per-node", "2", "--master-port", "29831", "--tee", "3",
-         "train_vit.py"], OUT / "positive-1.log")
+    run_logged(ID, "positive-1.log", [TORCHRUN, "--nproc-per-node", "2", "--master-port", "29831", "--tee", "3",
+                                      "train_vit.py"], files={"train_vit.py": TRAIN}, env={"PYTHONPATH": str(TV)})

@@ -12,14 +12,9 @@ Run: .venv/bin/python scripts/examples/training-hang-gloo-timeout.py
 
 from __future__ import annotations
 
-import os
-import pathlib
-import subprocess
-import tempfile
+from _runner import TORCHRUN, run_logged
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
-VENV = ROOT / ".venv" / "bin"
-OUT = ROOT / "src" / "traintriage" / "kb" / "examples" / "training-hang"
+ID = "training-hang"
 
 TRAIN = r'''
 import datetime, time
@@ -44,17 +39,6 @@ dist.destroy_process_group()
 '''
 
 
-def run(cmd: list[str], out: pathlib.Path) -> None:
-    with tempfile.TemporaryDirectory() as tmp:
-        (pathlib.Path(tmp) / "train.py").write_text(TRAIN)
-        env = dict(os.environ, OMP_NUM_THREADS="1")
-        proc = subprocess.run(cmd, cwd=tmp, env=env, stdout=subprocess.PIPE,
-                              stderr=subprocess.STDOUT, text=True, timeout=300)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(proc.stdout)
-    print(f"{out}: exit {proc.returncode}, {len(proc.stdout.splitlines())} lines")
-
-
 if __name__ == "__main__":
-    run([str(VENV / "torchrun"), "--nproc-per-node", "2", "--master-port", "29721", "--tee", "3",
-         "train.py"], OUT / "positive-4.log")
+    run_logged(ID, "positive-4.log", [TORCHRUN, "--nproc-per-node", "2", "--master-port", "29721", "--tee", "3",
+                                      "train.py"], files={"train.py": TRAIN})

@@ -21,125 +21,13 @@ negative-1: one long pause (rank 0 writes a checkpoint for ~8 s while the others
 
 Each run is < 60 s.   .venv/bin/python scripts/examples/training-hang.py
 """
-# ---- launcher helpers (self-contained; each scripts/examples/*.py carries its own copy) ----
-import os
-import pathlib
-import socket
+
+import signal
 import subprocess
 import sys
-import tempfile
-import threading
 import time
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
-BIN = ROOT / ".venv" / "bin"
-ENV = dict(os.environ, PYTHONWARNINGS="ignore:Failed to initialize NumPy", PYTHONUNBUFFERED="1")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def write_worker(src: str, name: str = "train.py") -> pathlib.Path:
-    d = pathlib.Path(tempfile.mkdtemp(prefix="job-"))
-    p = d / name
-    p.write_text(src)
-    return p
-
-
-def torchrun(src: str, args: list[str], env: dict | None = None, timeout: int = 90) -> str:
-    """Run `torchrun ARGS train.py` and return its console (stdout+stderr interleaved)."""
-    script = write_worker(src)
-    cmd = [str(BIN / "torchrun"), *args, str(script)]
-    p = subprocess.run(cmd, cwd=script.parent, env={**ENV, **(env or {})}, stdout=subprocess.PIPE,
-                       stderr=subprocess.STDOUT, text=True, timeout=timeout)
-    return p.stdout
-
-
-def labeled(src: str, world: int, prefix: str, env: dict | None = None, timeout: int = 90,
-            per_rank_env: dict | None = None, epilogue: str = "", dist_env: bool = True) -> str:
-    """Start WORLD python processes with the env:// variables a launcher sets and prefix every
-    line the way the launcher does (srun --label: '{rank}: ', mpirun --tag-output:
-    '[1,{rank}]<{stream}>:', pdsh/deepspeed: '{host}: ')."""
-    script = write_worker(src)
-    port = free_port()
-    out: list[str] = []
-    lock = threading.Lock()
-    procs = []
-
-    def pump(stream, rank, name):
-        for line in stream:
-            with lock:
-                out.append(prefix.format(rank=rank, stream=name, host=f"node-{rank // 2}") + line)
-
-    for r in range(world):
-        e = {**ENV, **(env or {}), "SLURM_PROCID": str(r), "SLURM_LOCALID": str(r % 2), "SLURM_NTASKS": str(world)}
-        if dist_env:  # what torchrun / a correct sbatch script exports; srun alone does not
-            e.update(RANK=str(r), LOCAL_RANK=str(r % 2), WORLD_SIZE=str(world), LOCAL_WORLD_SIZE="2",
-                     MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
-        e.update((per_rank_env or {}).get(r, {}))
-        p = subprocess.Popen([str(BIN / "python"), str(script)], cwd=script.parent, env=e,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        procs.append(p)
-        for s, n in ((p.stdout, "stdout"), (p.stderr, "stderr")):
-            threading.Thread(target=pump, args=(s, r, n), daemon=True).start()
-    deadline = time.time() + timeout
-    first_fail = None
-    while time.time() < deadline and any(p.poll() is None for p in procs):
-        for r, p in enumerate(procs):
-            if first_fail is None and p.poll() not in (None, 0):
-                first_fail = (r, p.returncode, time.time())
-        if first_fail and time.time() - first_fail[2] > 3:
-            break  # like srun/mpirun: once a task failed, the step is torn down
-        time.sleep(0.1)
-    for p in procs:
-        if p.poll() is None:
-            p.kill()
-            p.wait()
-    time.sleep(0.3)
-    if first_fail is None:
-        for r, p in enumerate(procs):
-            if p.returncode not in (None, 0):
-                first_fail = (r, p.returncode, 0)
-                break
-    text = "".join(out)
-    if first_fail and epilogue:
-        r, rc, _ = first_fail
-        text += epilogue.format(rank=r, rc=rc, host=f"node-{r // 2}")
-    return text
-
-
-SRUN_EPILOGUE = "srun: error: {host}: task {rank}: Exited with exit code {rc}\n"
-MPIRUN_EPILOGUE = """--------------------------------------------------------------------------
-Primary job  terminated normally, but 1 process returned
-a non-zero exit code. Per user-direction, the job has been aborted.
---------------------------------------------------------------------------
---------------------------------------------------------------------------
-mpirun detected that one or more processes exited with non-zero status, thus causing
-the job to be terminated. The first process to do so was:
-
-  Process name: [[40217,1],{rank}]
-  Exit code:    {rc}
---------------------------------------------------------------------------
-"""
-
-
-def python(src: str, env: dict | None = None, timeout: int = 60) -> str:
-    """Run the worker as a plain `python train.py` (no launcher)."""
-    script = write_worker(src)
-    p = subprocess.run([str(BIN / "python"), str(script)], cwd=script.parent, env={**ENV, **(env or {})},
-                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=timeout)
-    return p.stdout
-
-
-def save(id_: str, name: str, text: str) -> None:
-    d = ROOT / "src" / "traintriage" / "kb" / "examples" / id_
-    d.mkdir(parents=True, exist_ok=True)
-    (d / name).write_text(text)
-    print(f"wrote {d / name} ({len(text.splitlines())} lines)")
-# ---- end helpers ----
+from _runner import MPIRUN_EPILOGUE, PY, labeled, launch_env, torchrun_console, write_log, write_worker
 
 WORKER = r'''
 import datetime, faulthandler, logging, os, sys, threading, time
@@ -237,10 +125,9 @@ if __name__ == "__main__":
 def ctrl_c_run(healthy: bool = False) -> str:
     """Run the single-process job, wait until it stops logging, then send SIGINT like a user.
     healthy=True: nothing blocks; the user interrupts a run that is still making progress."""
-    import signal
     script = write_worker(CTRL_C_WORKER)
-    env = {**ENV, "EXAMPLE_MODE": "healthy" if healthy else "stuck"}
-    p = subprocess.Popen([str(BIN / "python"), str(script)], cwd=script.parent, env=env,
+    env = launch_env({"EXAMPLE_MODE": "healthy" if healthy else "stuck"})
+    p = subprocess.Popen([str(PY), str(script)], cwd=script.parent, env=env,
                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     time.sleep(4 if healthy else 25)
     p.send_signal(signal.SIGINT)
@@ -255,12 +142,12 @@ def ctrl_c_run(healthy: bool = False) -> str:
 if __name__ == "__main__":
     ID = "training-hang"
     if sys.argv[1:] == ["positive-3"]:
-        save(ID, "positive-3.log", ctrl_c_run())
-        save(ID, "todo-1.log", ctrl_c_run(healthy=True))
+        write_log(ID, "positive-3.log", ctrl_c_run())
+        write_log(ID, "todo-1.log", ctrl_c_run(healthy=True))
         sys.exit()
-    save(ID, "positive-1.log", torchrun(WORKER, ["--nproc-per-node", "4", "--tee", "3"]))
-    save(ID, "positive-2.log", labeled(WORKER, 4, "[1,{rank}]<{stream}>:", env={"EXAMPLE_MODE": "dataloader"},
+    write_log(ID, "positive-1.log", torchrun_console(WORKER, ["--nproc-per-node", "4", "--tee", "3"]))
+    write_log(ID, "positive-2.log", labeled(WORKER, 4, "[1,{rank}]<{stream}>:", env={"EXAMPLE_MODE": "dataloader"},
                                        epilogue=MPIRUN_EPILOGUE))
-    save(ID, "negative-1.log", torchrun(WORKER, ["--nproc-per-node", "4", "--tee", "3"], env={"EXAMPLE_MODE": "pause"}))
-    save(ID, "positive-3.log", ctrl_c_run())
-    save(ID, "todo-1.log", ctrl_c_run(healthy=True))
+    write_log(ID, "negative-1.log", torchrun_console(WORKER, ["--nproc-per-node", "4", "--tee", "3"], env={"EXAMPLE_MODE": "pause"}))
+    write_log(ID, "positive-3.log", ctrl_c_run())
+    write_log(ID, "todo-1.log", ctrl_c_run(healthy=True))

@@ -20,9 +20,9 @@ import subprocess
 import tempfile
 import time
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
-TORCHRUN = ROOT / ".venv" / "bin" / "torchrun"
-OUT = ROOT / "src" / "traintriage" / "kb" / "examples" / "worker-killed-by-signal"
+from _runner import TORCHRUN, log_path, run_logged
+
+ID = "worker-killed-by-signal"
 
 TRAIN = r'''
 import os, signal, sys, time
@@ -56,38 +56,32 @@ dist.destroy_process_group()
 '''
 
 
-def run(args: list[str], out: pathlib.Path) -> None:
-    with tempfile.TemporaryDirectory() as tmp:
-        script = pathlib.Path(tmp) / "train.py"
-        script.write_text(TRAIN)
-        env = dict(os.environ, OMP_NUM_THREADS="1")
-        cmd = [str(TORCHRUN), *args[:-3], "train.py", *args[-3:]]
-        proc = subprocess.run(cmd, cwd=tmp, env=env, stdout=subprocess.PIPE,
-                              stderr=subprocess.STDOUT, text=True, timeout=300)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(proc.stdout)
-    print(f"{out}: exit {proc.returncode}, {len(proc.stdout.splitlines())} lines")
+def torchrun_cmd(args: list[str]) -> list[object]:
+    """args: launcher arguments, then the script's SIGNAL BAD_RANK BAD_STEP."""
+    return [TORCHRUN, *args[:-3], "train.py", *args[-3:]]
 
 
-def run_and_signal_agent(args: list[str], out: pathlib.Path, after: float) -> None:
+def run_and_signal_agent(args: list[str], name: str, after: float) -> None:
+    """Stream the console straight into the log while the torchrun agent is SIGTERMed after `after` s."""
+    out = log_path(ID, name)
     with tempfile.TemporaryDirectory() as tmp:
         (pathlib.Path(tmp) / "train.py").write_text(TRAIN)
         env = dict(os.environ, OMP_NUM_THREADS="1")
-        cmd = [str(TORCHRUN), *args[:-3], "train.py", *args[-3:]]
         with open(out, "w") as fh:
-            proc = subprocess.Popen(cmd, cwd=tmp, env=env, stdout=fh, stderr=subprocess.STDOUT,
-                                    text=True)
+            proc = subprocess.Popen([str(c) for c in torchrun_cmd(args)], cwd=tmp, env=env, stdout=fh,
+                                    stderr=subprocess.STDOUT, text=True)
             time.sleep(after)
             proc.send_signal(signal.SIGTERM)
             proc.wait(timeout=120)
-    print(f"{out}: exit {proc.returncode}")
+    print(f"wrote {out} (exit {proc.returncode})")
 
 
 if __name__ == "__main__":
-    run(["--nproc-per-node", "4", "--master-port", "29641", "--tee", "3", "SIGSEGV", "3", "6"],
-        OUT / "positive-1.log")
-    run(["--nproc-per-node", "2", "--master-port", "29642", "SIGABRT", "1", "4"],
-        OUT / "positive-2.log")
+    files = {"train.py": TRAIN}
+    run_logged(ID, "positive-1.log", torchrun_cmd(["--nproc-per-node", "4", "--master-port", "29641", "--tee", "3",
+                                                   "SIGSEGV", "3", "6"]), files=files)
+    run_logged(ID, "positive-2.log", torchrun_cmd(["--nproc-per-node", "2", "--master-port", "29642",
+                                                   "SIGABRT", "1", "4"]), files=files)
     # no rank misbehaves (BAD_RANK 99); the agent is signalled after ~12 s
     run_and_signal_agent(["--nproc-per-node", "2", "--master-port", "29643", "SIGSEGV", "99", "1"],
-                         OUT / "negative-1.log", after=12.0)
+                         "negative-1.log", after=12.0)
