@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 
 from traintriage.analyze import curves, refine
-from traintriage.analyze.observations import Observation
+from traintriage.analyze.observations import Observation, same_rank_context
 from traintriage.analyze.ranks import SuspectRank, report_ranks, suspects_for
 from traintriage.analyze.scoring import Candidate, rank_candidates, score_entries
 from traintriage.analyze.timing import NO_PROGRESS, hang_finding
@@ -192,10 +192,8 @@ def resolve(ranked: list[Candidate], kb: KnowledgeBase) -> tuple[Candidate | Non
     if not ranked:
         return None, []
     natured_root = [c for c in ranked if c.nature is Nature.root]
-    root = natured_root[0] if natured_root else ranked[0]
-    if not natured_root:
-        wrappers = [c for c in ranked if c.nature is Nature.collateral]
-        root = wrappers[0] if wrappers else ranked[0]
+    consequences = [c for c in ranked if c.nature is Nature.collateral]
+    root = (natured_root or consequences or ranked)[0]
     root = _cause_of(root, ranked, kb)
     explains = _explained_by(root, kb)
     collateral: list[tuple[Candidate, str]] = []
@@ -247,8 +245,8 @@ def _root_traceback(root: Candidate | None) -> Traceback | None:
     first = root.first
     if first is None or not first.hit.before:
         return None
-    same_rank = [t for t in first.hit.before]
-    return parse_traceback(same_rank, first.message)
+    lines = [context.message for context in same_rank_context(first.hit.before, first.rank)]
+    return parse_traceback(lines, first.message)
 
 
 def _salient(observations: list[Observation], scanner: Scanner) -> list[Observation]:
