@@ -1,16 +1,22 @@
-"""Refinements a regex cannot express: they compare numbers inside a matched line.
+"""Refinements a regex cannot express: numbers inside a matched line, frames of a traceback.
 
 CUDA OOM messages of every PyTorch version end with the same fragmentation hint, so
 only the numbers tell a fragmented cache (enough memory reserved but unallocated to
-satisfy the request) from a plain shortage.
+satisfy the request) from a plain shortage. And the catch-all for plain script errors
+only applies when the traceback passes through the user's own code: an exception raised
+entirely inside installed tools (a launcher, a serving CLI) is an unknown failure.
 """
 
 from __future__ import annotations
 
 import re
 
+from traintriage.analyze.observations import same_rank_context
 from traintriage.analyze.scoring import Candidate
 from traintriage.kb.loader import KnowledgeBase
+from traintriage.parse.traceback import parse_traceback
+
+USER_CODE = "user-code-exception"
 
 _UNITS = {"B": 1 / 1024**2, "KiB": 1 / 1024, "MiB": 1.0, "GiB": 1024.0, "TiB": 1024.0**2}
 _SIZE = r"(\d+(?:\.\d+)?) ?(B|KiB|MiB|GiB|TiB)"
@@ -38,6 +44,23 @@ def fragmentation_ratio(text: str) -> float | None:
 
 
 def apply(candidates: dict[str, Candidate], kb: KnowledgeBase) -> None:
+    _refine_oom(candidates, kb)
+    _require_user_frame(candidates)
+
+
+def _require_user_frame(candidates: dict[str, Candidate]) -> None:
+    script_error = candidates.get(USER_CODE)
+    if script_error is None:
+        return
+    for observation in script_error.roots:
+        lines = [c.message for c in same_rank_context(observation.hit.before, observation.rank)]
+        traceback = parse_traceback(lines, observation.message)
+        if traceback is None or not traceback.frames or traceback.user_frame is not None:
+            return
+    del candidates[USER_CODE]
+
+
+def _refine_oom(candidates: dict[str, Candidate], kb: KnowledgeBase) -> None:
     oom = candidates.get("cuda-oom")
     fragmented = candidates.get("cuda-oom-fragmentation")
     if oom is None and fragmented is None:

@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass
 
 _FRAME = re.compile(r'^\s*File "([^"]+)", line (\d+), in (\S+)')
-_LIBRARY_PATH = re.compile(r"(?:site-packages|dist-packages|/lib/python\d[\d.]*/|^<frozen |/torch/|/conda/lib/)")
+_LIBRARY_PATH = re.compile(r"(?:site-packages|dist-packages|/lib/python\d[\d.]*/|^<frozen |/torch/|/conda/lib/|/bin/[\w.-]+$)")
 _CHAIN = ("The above exception was the direct cause", "During handling of the above exception")
 
 

@@ -1,0 +1,43 @@
+"""The catch-all for script errors needs the user's own code in the traceback; an error
+raised entirely inside installed tools is an unknown failure, shown with its lines."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from traintriage.pipeline import diagnose
+
+LIBRARY_ONLY = """Traceback (most recent call last):
+  File "/opt/conda/bin/vllm", line 8, in <module>
+    sys.exit(main())
+  File "/opt/conda/lib/python3.11/site-packages/vllm/entrypoints/cli/main.py", line 54, in main
+    args.dispatch_function(args)
+  File "/opt/conda/lib/python3.11/site-packages/vllm/entrypoints/cli/serve.py", line 52, in cmd
+    validate_parsed_serve_args(args)
+KeyError: 'tool_call_parser'
+"""
+
+USER_FRAME = """Traceback (most recent call last):
+  File "/home/alice/proj/train.py", line 88, in <module>
+    main(cfg)
+  File "/home/alice/proj/train.py", line 41, in main
+    lr = cfg["optimizer"]["lr"]
+KeyError: 'optimizer'
+"""
+
+
+def test_error_inside_installed_tools_only_is_unknown(tmp_path: Path) -> None:
+    path = tmp_path / "serve.log"
+    path.write_text(LIBRARY_ONLY)
+    diagnosis = diagnose([str(path)])
+    assert diagnosis.status.value == "unknown-failure"
+    assert any("KeyError" in e.text for e in diagnosis.unknown)
+
+
+def test_error_through_user_code_points_at_the_users_frame(tmp_path: Path) -> None:
+    path = tmp_path / "train.log"
+    path.write_text(USER_FRAME)
+    diagnosis = diagnose([str(path)])
+    assert diagnosis.root_cause is not None and diagnosis.root_cause.id == "user-code-exception"
+    frame = diagnosis.root_cause.user_frame
+    assert frame is not None and frame.line == 41 and frame.function == "main"
