@@ -76,34 +76,30 @@ def recovered_after(points: list[MetricPoint], finding: CurveFinding) -> bool:
 
 
 def spikes(points: list[MetricPoint]) -> list[CurveFinding]:
-    findings: list[CurveFinding] = []
-    for rank, series in by_rank(points).items():
-        losses = [p for p in series if p.loss is not None and math.isfinite(p.loss)]
-        if len(losses) < MIN_POINTS:
-            continue
-        for index in range(ROLLING // 2, len(losses)):
-            window = [p.loss for p in losses[max(0, index - ROLLING) : index] if p.loss is not None]
-            base = median(window)
-            value = losses[index].loss or 0.0
-            if base > 0 and value > SPIKE_FACTOR * base and value - base > 0.5:
-                findings.append(CurveFinding("loss-spike", rank, losses[index].step,
-                                             f"loss {base:.4g} -> {value:.4g}", losses[index]))
-                break
-    return findings
+    """A loss far above the rolling median of the same rank's recent losses."""
+    return _first_jumps(points, "loss", SPIKE_FACTOR, 0.5, "loss-spike", MIN_POINTS)
 
 
 def grad_norm_explosions(points: list[MetricPoint]) -> list[CurveFinding]:
     """A finite grad norm far above the rolling median of the same rank's recent norms."""
+    return _first_jumps(points, "grad_norm", GRAD_EXPLOSION_FACTOR, 0.0, "grad-norm-explosion", 0)
+
+
+def _first_jumps(
+    points: list[MetricPoint], field: str, factor: float, min_gap: float, kind: str, min_points: int
+) -> list[CurveFinding]:
+    """Per rank, the first value above `factor` x the rolling median before it (and `min_gap` above it)."""
     findings: list[CurveFinding] = []
+    label = field.replace("_", " ")
     for rank, series in by_rank(points).items():
-        norms = [p for p in series if p.grad_norm is not None and math.isfinite(p.grad_norm)]
-        for index in range(ROLLING // 2, len(norms)):
-            window = [p.grad_norm for p in norms[max(0, index - ROLLING) : index] if p.grad_norm is not None]
-            base = median(window)
-            value = norms[index].grad_norm or 0.0
-            if base > 0 and value > GRAD_EXPLOSION_FACTOR * base:
-                findings.append(CurveFinding("grad-norm-explosion", rank, norms[index].step,
-                                             f"grad norm {base:.4g} -> {value:.4g}", norms[index]))
+        finite = [(p, v) for p in series if (v := getattr(p, field)) is not None and math.isfinite(v)]
+        if len(finite) < min_points:
+            continue
+        for index in range(ROLLING // 2, len(finite)):
+            base = median(v for _, v in finite[max(0, index - ROLLING) : index])
+            point, value = finite[index]
+            if base > 0 and value > factor * base and value - base > min_gap:
+                findings.append(CurveFinding(kind, rank, point.step, f"{label} {base:.4g} -> {value:.4g}", point))
                 break
     return findings
 
