@@ -122,12 +122,15 @@ def main() -> None:
         print(json.dumps(rows[-1], default=str), flush=True)
     mask_row = None
     if os.environ.get("BENCH_MASK", "1") == "1":
+        half_mb = size_of(files["half"]) / (1 << 20)
         masked = measure(["sh", "-c", f"{TOOL} mask - < {files['half']} > /dev/null"])
-        mask_row = size_of(files["half"]) / (1 << 20) / masked.seconds
+        unmasked = measure([TOOL, "diagnose", "--format", "json", "--no-mask", "--jobs", "1", str(files["half"])])
+        with_mask = measure([TOOL, "diagnose", "--format", "json", "--jobs", "1", str(files["half"])])
+        mask_row = (half_mb / masked.seconds, half_mb / unmasked.seconds, half_mb / with_mask.seconds)
     write_results(rows, mask_row, rg is not None)
 
 
-def write_results(rows: list[dict[str, object]], mask_mbs: float | None, have_rg: bool) -> None:
+def write_results(rows: list[dict[str, object]], mask_mbs: tuple[float, float, float] | None, have_rg: bool) -> None:
     cpu = "unknown"
     with contextlib.suppress(OSError, StopIteration):
         cpu = next(line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
@@ -148,7 +151,10 @@ def write_results(rows: list[dict[str, object]], mask_mbs: float | None, have_rg
             f"{row['root']} | {row['rank']} |"
         )
     if mask_mbs is not None:
-        lines += ["", f"Masking (`traintriage mask -`, streaming) on the half-size console log: {mask_mbs:.0f} MB/s."]
+        alone, scan, both = mask_mbs
+        lines += ["", "On the half-size console log, one core: masking alone (`traintriage mask -`, streaming) "
+                  f"{alone:.0f} MB/s; diagnosis without masking (`--no-mask --jobs 1`) {scan:.0f} MB/s; "
+                  f"diagnosis with masking at ingest (`--jobs 1`) {both:.0f} MB/s."]
     if not have_rg:
         lines += ["", "ripgrep was not available; the rg column is empty."]
     small = [r for r in rows if str(r["workload"]).startswith("crash")]
