@@ -78,3 +78,18 @@ def test_pickle_checkpoint_is_binary(tmp_path: Path) -> None:
     path.write_bytes(b"\x80\x02}q\x00(X\x05\x00\x00\x00state" + bytes(range(256)))
     with pytest.raises(BinaryInputError):
         discover([str(path)])
+
+
+def test_random_bytes_inside_a_valid_archive_are_binary(tmp_path: Path) -> None:
+    import random
+
+    path = tmp_path / "noise.log.gz"
+    path.write_bytes(gzip.compress(random.Random(1).randbytes(4096)))
+    with pytest.raises(BinaryInputError):
+        discover([str(path)])
+
+
+def test_a_log_with_some_invalid_utf8_is_text(tmp_path: Path) -> None:
+    path = tmp_path / "job.log"
+    path.write_bytes(b"step 1 loss 2.0 \xff\xfe caf\xe9\n" * 100)
+    assert discover([str(path)])

@@ -162,7 +162,8 @@ def _looks_binary(path: Path) -> bool:
 
 
 def is_binary(head: bytes) -> bool:
-    """Known binary formats by magic number, or a first block mostly of control bytes.
+    """Known binary formats by magic number, or a first block mostly of control bytes or of
+    bytes that are not UTF-8 (compressed or random data).
 
     A few NUL bytes do not make a log binary: a node that crashed mid-write often leaves
     runs of NULs in its log, and that log is exactly what the user needs diagnosed.
@@ -172,7 +173,10 @@ def is_binary(head: bytes) -> bool:
     if not head:
         return False
     control = sum(head.count(bytes([c])) for c in _CONTROL)
-    return control / len(head) > 0.3
+    if control / len(head) > 0.3:
+        return True
+    undecodable = head.decode("utf-8", "replace").count("\ufffd")
+    return undecodable / len(head) > 0.3
 
 
 def _reject_binary(path: Path, name: str) -> None:
