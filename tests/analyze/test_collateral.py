@@ -42,5 +42,20 @@ def test_watchdog_lines_of_63_ranks_are_one_collateral_finding(tmp_path: Path) -
     assert len(timeouts) == 1
     assert timeouts[0].ranks == [r for r in range(RANKS) if r != FAILING]
     assert rank_ranges(timeouts[0].ranks) == f"0-{FAILING - 1},{FAILING + 1}-{RANKS - 1}"
+    assert timeouts[0].count == RANKS - 1
     assert "elastic-child-failed" in {c.id for c in diagnosis.collateral}
     assert diagnosis.ranks.failed == [FAILING]
+
+
+def test_collateral_count_covers_lines_beyond_the_evidence_cap(tmp_path: Path) -> None:
+    from traintriage.match.compiler import SIGNATURE_CAP
+
+    repeats = SIGNATURE_CAP + 500
+    watchdog = ("[rank5]:[E501 10:12:11.000000000 ProcessGroupNCCL.cpp:616] [Rank 5] Watchdog caught collective "
+                "operation timeout: WorkNCCL(SeqNum=4821, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, "
+                "Timeout(ms)=600000) ran for 600074 milliseconds before timing out.\n")
+    path = tmp_path / "job.log"
+    path.write_text(_log() + watchdog * repeats)
+    diagnosis = diagnose([str(path)])
+    timeouts = next(c for c in diagnosis.collateral if c.id == "nccl-watchdog-timeout")
+    assert timeouts.count == RANKS - 1 + repeats

@@ -12,8 +12,8 @@ from traintriage.analyze.ranks import SuspectRank, report_ranks, suspects_for
 from traintriage.analyze.scoring import Candidate, rank_candidates, score_entries
 from traintriage.analyze.timing import NO_PROGRESS, hang_finding
 from traintriage.kb.loader import KnowledgeBase
-from traintriage.kb.schema import Entry, Nature
-from traintriage.match.compiler import Scanner
+from traintriage.kb.schema import Entry, Nature, Role
+from traintriage.match.compiler import PatternKind, Scanner
 from traintriage.match.internal import Internal
 from traintriage.match.scan import LineHit, SourceScan
 from traintriage.parse.environment import extract_environment
@@ -44,6 +44,7 @@ class Analysis:
     salient: list[Observation]
     confidence: dict[str, float]
     failed: bool
+    matches: dict[str, int]
 
 
 def _internal(observations: list[Observation], scanner: Scanner, kind: Internal) -> list[Observation]:
@@ -131,7 +132,22 @@ def analyze(
     return Analysis(ranked=ranked, root=root, collateral=collateral, suspects=suspects,
                     initiating_rank=initiating, seen_ranks=seen_ranks, anomalies=anomalies,
                     environment=environment, traceback=traceback, salient=salient, confidence=confidence,
-                    failed=failed)
+                    failed=failed, matches=_root_matches(scans, scanner))
+
+
+def _root_matches(scans: list[SourceScan], scanner: Scanner) -> dict[str, int]:
+    """Matching lines per entry over the whole log, beyond the lines kept as evidence: the
+    busiest of its root signatures (several of them often match the same line)."""
+    per_pattern: dict[int, int] = {}
+    for scan in scans:
+        for pattern, count in scan.counts.items():
+            per_pattern[pattern] = per_pattern.get(pattern, 0) + count
+    totals: dict[str, int] = {}
+    for pattern, count in per_pattern.items():
+        info = scanner.table[pattern]
+        if info.kind is PatternKind.signature and info.role is Role.root:
+            totals[info.entry_id] = max(totals.get(info.entry_id, 0), count)
+    return totals
 
 
 def _settle_excused(candidates: dict[str, Candidate], points: list[MetricPoint], completed: bool) -> None:

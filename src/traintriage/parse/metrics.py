@@ -9,7 +9,6 @@ exactly by the scanner itself, not by sampling.
 
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass
 
@@ -129,7 +128,3 @@ def parse_sampled(text: bytes, source: int, number: int, rank: int | None = None
     if "\r" in line:
         line = line.rsplit("\r", 1)[-1] or line.replace("\r", "")
     return parse_metric_line(line, source, number, rank)
-
-
-def is_finite(value: float | None) -> bool:
-    return value is not None and math.isfinite(value)

@@ -116,7 +116,7 @@ def build_diagnosis(
     failed_ranks = [analysis.initiating_rank] if analysis.initiating_rank is not None else _ranks_of(root)
     collateral = [
         Collateral(id=c.entry_id, title=kb.entries[c.entry_id].title, ranks=_ranks_of(c), explained_by=by,
-                   count=len(c.roots))
+                   count=max(len(c.roots), analysis.matches.get(c.entry_id, 0)))
         for c, by in analysis.collateral
     ]
     collateral_ranks = sorted({r for c in collateral for r in c.ranks} - set(failed_ranks))

@@ -68,7 +68,7 @@ class Collateral(Model):
     title: str = ""
     ranks: list[int] = Field(default_factory=list)
     explained_by: str
-    count: int = 0
+    count: int = Field(default=0, description="matching lines in the whole log, beyond those kept as evidence")
 
 
 class Suspect(Model):
