@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import io
+import re
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.mask.fakes import B64, fake, hf_token, password
-from traintriage.ingest.mask import Masker, mask_stream
+from traintriage.ingest.mask import Masker, mask_stream, state_prefilters
 
 FRAGMENTS = [
     hf_token(201),
@@ -77,3 +78,44 @@ def test_very_long_lines_finish(fragment: str, repeat: int) -> None:
 def test_mask_line_never_raises(line: str) -> None:
     output = Masker().mask_line(line)
     assert output.count("\n") == line.count("\n")
+
+
+def _state_lines(data: bytes) -> set[int]:
+    """The line starts the scanner's pass would hand over: where a state prefilter fires."""
+    import hyperscan
+
+    patterns = state_prefilters()
+    database = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
+    database.compile(
+        expressions=[p.encode() for p, _, _ in patterns], ids=list(range(len(patterns))), elements=len(patterns),
+        flags=[hyperscan.HS_FLAG_CASELESS if caseless else 0 for _, caseless, _ in patterns],
+    )
+    ends: list[int] = []
+    database.scan(data, match_event_handler=lambda i, s, end, f, c: ends.append(end))
+    return {data.rfind(b"\n", 0, max(end - 1, 0)) + 1 for end in ends}
+
+
+def _line_starts(data: bytes) -> list[int]:
+    return ([0] if data else []) + [i + 1 for i, byte in enumerate(data) if byte == 10 and i + 1 < len(data)]
+
+
+def _unnumbered(line: bytes) -> bytes:
+    return re.sub(rb"<([A-Z][A-Z0-9_]*)-\d+>", rb"<\1>", line)
+
+
+@settings(max_examples=300, deadline=None)
+@given(log_text, log_text, st.data())
+def test_masking_only_kept_lines_masks_them_as_the_whole_log_would(first: bytes, second: bytes, data: st.DataObject) -> None:
+    """The scanner masks only the lines it keeps: each must come out as full masking gives it
+    (placeholder numbers aside), including state carried over from earlier chunks."""
+    chunks = [first + b"\n", second]
+    full = Masker()
+    partial = Masker()
+    for chunk in chunks:
+        expected = full.mask_chunk(chunk).split(b"\n")
+        starts = _line_starts(chunk)
+        wanted = data.draw(st.lists(st.sampled_from(starts), unique=True)) if starts else []
+        got = partial.mask_lines(chunk, wanted, _state_lines(chunk))
+        assert set(got) == set(wanted)
+        for start in wanted:
+            assert _unnumbered(got[start]) == _unnumbered(expected[starts.index(start)])

@@ -73,13 +73,14 @@ class _SpanReader(io.RawIOBase):
         self._file.seek(start)
         self._left = end - start
 
-    def read(self, size: int = -1) -> bytes:
-        if self._left <= 0:
-            return b""
-        size = self._left if size < 0 else min(size, self._left)
-        data = self._file.read(size)
-        self._left -= len(data)
-        return data
+    def readinto(self, target: memoryview | bytearray) -> int:  # type: ignore[override]
+        size = min(len(target), max(self._left, 0))
+        if size == 0:
+            return 0
+        with memoryview(target) as view:
+            count = self._file.readinto(view[:size]) or 0
+        self._left -= count
+        return count
 
     def readable(self) -> bool:
         return True

@@ -7,7 +7,9 @@ database: one linear-time pass over a chunk reports every pattern's matches.
 
 from __future__ import annotations
 
+import hashlib
 import os
+import re
 from dataclasses import dataclass
 from enum import Enum
 from functools import cache
@@ -16,6 +18,7 @@ from pathlib import Path
 import hyperscan
 
 from traintriage.errors import KnowledgeBaseError
+from traintriage.ingest.mask import state_prefilters
 from traintriage.kb.loader import KnowledgeBase, cache_dir, load_kb, write_cache
 from traintriage.kb.schema import Role
 from traintriage.match.internal import INTERNAL_PATTERNS, Internal
@@ -29,6 +32,7 @@ class PatternKind(str, Enum):
     signature = "signature"
     exclude = "exclude"
     internal = "internal"
+    mask_state = "mask-state"
 
 
 @dataclass(frozen=True)
@@ -44,12 +48,18 @@ class PatternInfo:
     role: Role | None = None
     weight: float = 0.0
     internal: Internal | None = None
+    confirm: re.Pattern[bytes] | None = None
 
 
 @dataclass
 class Scanner:
+    """The compiled database and what each id means. Ids from `mask_base` on are the masker's
+    state prefilters (see `Masker.mask_lines`): riding along in this pass, masking costs no
+    second pass over the log."""
+
     table: list[PatternInfo]
     database: hyperscan.Database
+    mask_base: int
 
     def by_internal(self, kind: Internal) -> list[int]:
         return [i for i, p in enumerate(self.table) if p.internal is kind]
@@ -79,7 +89,13 @@ def pattern_table(kb: KnowledgeBase) -> list[PatternInfo]:
     for internal in INTERNAL_PATTERNS:
         table.append(
             PatternInfo(kind=PatternKind.internal, regex=internal.pattern, cap=internal.cap,
-                        context=internal.context, internal=internal.kind)
+                        context=internal.context, internal=internal.kind,
+                        confirm=re.compile(internal.confirm.encode()) if internal.confirm else None)
+        )
+    for pattern, caseless, detector in state_prefilters():
+        table.append(
+            PatternInfo(kind=PatternKind.mask_state, regex=("(?i)" if caseless else "") + pattern, cap=0,
+                        context=False, signature_id=str(detector))
         )
     return table
 
@@ -130,19 +146,20 @@ def compile_table(table: list[PatternInfo]) -> hyperscan.Database:
 
 @cache
 def load_scanner() -> Scanner:
-    """The compiled scanner, deserialised from the cache when the KB is unchanged."""
-    kb = load_kb()
-    table = pattern_table(kb)
-    cached = cache_dir() / f"scanner-{kb.digest}-{os.uname().machine}.hsdb"
+    """The compiled scanner, deserialised from the cache when no pattern changed."""
+    table = pattern_table(load_kb())
+    mask_base = next((i for i, p in enumerate(table) if p.kind is PatternKind.mask_state), len(table))
+    digest = hashlib.sha256("\0".join(p.regex for p in table).encode()).hexdigest()[:24]
+    cached = cache_dir() / f"scanner-{digest}-{os.uname().machine}.hsdb"
     try:
         database = hyperscan.loadb(Path(cached).read_bytes(), hyperscan.HS_MODE_BLOCK)
         database.scratch = hyperscan.Scratch(database)
-        return Scanner(table=table, database=database)
+        return Scanner(table=table, database=database, mask_base=mask_base)
     except (OSError, hyperscan.error, TypeError, ValueError):
         pass
     database = compile_table(table)
     write_cache(cached, hyperscan.dumpb(database))
-    return Scanner(table=table, database=database)
+    return Scanner(table=table, database=database, mask_base=mask_base)
 
 
 def matching_patterns(scanner: Scanner, text: str) -> list[int]:
@@ -150,7 +167,8 @@ def matching_patterns(scanner: Scanner, text: str) -> list[int]:
     found: list[int] = []
 
     def on_match(pattern: int, start: int, end: int, flags: int, context: object) -> None:
-        found.append(pattern)
+        if pattern < scanner.mask_base:
+            found.append(pattern)
 
     scanner.database.scan(text.encode("utf-8", "replace"), match_event_handler=on_match)
     return found

@@ -20,8 +20,8 @@ from traintriage.match.scan import SourceScan, scan_source
 
 MIN_BYTES_FOR_PROCESSES = 64 << 20
 MIN_SPLIT_BYTES = 128 << 20
-TOTAL_METRIC_POINTS = 40_000
-MIN_METRIC_POINTS = 64
+TOTAL_METRIC_POINTS = 8_000
+MIN_METRIC_POINTS = 16
 
 
 Job = tuple[int, Source, bytes | None, int]

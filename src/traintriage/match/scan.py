@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from traintriage.ingest.chunks import ReadProblem, iter_chunks
 from traintriage.ingest.mask import Masker
 from traintriage.ingest.sources import Source
-from traintriage.match.compiler import CONTEXT_HITS, PatternInfo, Scanner
+from traintriage.match.compiler import CONTEXT_HITS, Scanner
 from traintriage.parse.metrics import MAX_POINTS, MetricPoint, MetricSampler, parse_sampled
 
 ANSI_ESCAPE = re.compile(rb"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
@@ -23,6 +23,7 @@ MAX_TEXT = 4000
 CONTEXT_BEFORE = 40
 CONTEXT_AFTER = 12
 TAIL_LINES = 40
+RECENT_LINES = max(TAIL_LINES, CONTEXT_BEFORE)
 
 
 @dataclass
@@ -73,22 +74,135 @@ def _line_bounds(chunk: bytes, offset: int) -> tuple[int, int]:
     return start, (end if end >= 0 else len(chunk))
 
 
-def _context(chunk: bytes, start: int, end: int) -> tuple[list[str], list[str]]:
-    before: list[bytes] = []
+Span = tuple[int, int]
+
+
+def _spans_before(chunk: bytes, start: int, count: int) -> list[Span]:
+    """Up to `count` lines that end just before offset `start` (a line start), in order."""
+    spans: list[Span] = []
     position = start
-    while position > 0 and len(before) < CONTEXT_BEFORE:
+    while position > 0 and len(spans) < count:
         previous = chunk.rfind(b"\n", 0, position - 1) + 1
-        before.append(chunk[previous : position - 1])
+        spans.append((previous, position - 1))
         position = previous
-    before.reverse()
-    after: list[bytes] = []
+    spans.reverse()
+    return spans
+
+
+def _spans_after(chunk: bytes, end: int, count: int) -> list[Span]:
+    """Up to `count` lines that follow the line ending at offset `end`."""
+    spans: list[Span] = []
     position = end + 1
-    while position < len(chunk) and len(after) < CONTEXT_AFTER:
+    while position < len(chunk) and len(spans) < count:
         following = chunk.find(b"\n", position)
         following = following if following >= 0 else len(chunk)
-        after.append(chunk[position:following])
+        spans.append((position, following))
         position = following + 1
-    return [decode_line(b) for b in before], [decode_line(a) for a in after]
+    return spans
+
+
+@dataclass
+class _Planned:
+    """A hit, metric sample or context decided on the raw chunk, materialised once masked."""
+
+    number: int
+    span: Span
+    pattern: int
+    before: list[Span] | None = None
+    after: list[Span] = field(default_factory=list)
+
+
+class _SourceScanner:
+    """Per-source state across chunks: caps, line numbers, the last lines seen (for context
+    that reaches back into the previous chunk, and for the tail)."""
+
+    def __init__(self, index: int, source: Source, scanner: Scanner, masker: Masker | None, metric_budget: int) -> None:
+        self.index = index
+        self.source = source
+        self.scanner = scanner
+        self.masker = masker
+        self.result = SourceScan(source=index)
+        self.kept: dict[int, int] = defaultdict(int)
+        self.with_context: dict[int, int] = defaultdict(int)
+        self.sampler = MetricSampler(source.size, metric_budget)
+        self.matches: list[tuple[int, int]] = []
+        self.recent: list[bytes] = []
+        self.line_base = 0
+
+    def on_match(self, pattern: int, start: int, end: int, flags: int, context: object) -> bool | None:
+        self.matches.append((end, pattern))
+        return None
+
+    def feed(self, chunk: bytes) -> None:
+        """Scan one chunk of whole lines: one Hyperscan pass finds the signature hits and the
+        lines the masker must see; only the lines kept are masked and decoded."""
+        if b"\x1b" in chunk:
+            chunk = ANSI_ESCAPE.sub(b"", chunk)
+        self.matches.clear()
+        self.scanner.database.scan(chunk, match_event_handler=self.on_match)
+        events, state_lines = _line_events(chunk, self.matches, self.scanner, self.kept, self.result.counts)
+        events.extend((start, stop, _METRIC) for start, stop in self.sampler.spans(chunk))
+        events.sort()
+        planned = self._plan(chunk, events)
+        tail = _spans_before(chunk, len(chunk) if chunk.endswith(b"\n") else len(chunk) + 1, RECENT_LINES)
+        wanted = {span[0] for span in tail}
+        for item in planned:
+            wanted.add(item.span[0])
+            wanted.update(span[0] for span in item.after)
+            wanted.update(span[0] for span in item.before or ())
+        masked = self.masker.mask_lines(chunk, wanted, state_lines) if self.masker is not None else None
+
+        def text(span: Span) -> bytes:
+            return masked[span[0]] if masked is not None else chunk[span[0] : span[1]]
+
+        self._materialise(planned, text)
+        self.recent = (self.recent + [text(span) for span in tail])[-RECENT_LINES:]
+
+    def _plan(self, chunk: bytes, events: list[tuple[int, int, int]]) -> list[_Planned]:
+        """Number the event lines (one newline count per chunk) and choose which get context."""
+        planned: list[_Planned] = []
+        counted_to = 0
+        lines_before = 0
+        context_line = -1
+        for start, stop, pattern in events:
+            lines_before += chunk.count(b"\n", counted_to, start)
+            counted_to = start
+            item = _Planned(self.line_base + lines_before + 1, (start, stop), pattern)
+            planned.append(item)
+            if pattern == _METRIC or not self.scanner.table[pattern].context or context_line == item.number:
+                continue
+            if self.with_context[pattern] < CONTEXT_HITS:
+                self.with_context[pattern] += 1
+                context_line = item.number
+                item.before = _spans_before(chunk, start, CONTEXT_BEFORE)
+                item.after = _spans_after(chunk, stop, CONTEXT_AFTER)
+        self.line_base += lines_before + chunk.count(b"\n", counted_to)
+        if not chunk.endswith(b"\n"):
+            self.line_base += 1
+        return planned
+
+    def _materialise(self, planned: list[_Planned], text: Callable[[Span], bytes]) -> None:
+        result = self.result
+        current: LineHit | None = None
+        for item in planned:
+            if item.pattern == _METRIC:
+                point = parse_sampled(text(item.span), self.index, item.number, self.source.rank)
+                if point is not None:
+                    result.metrics.append(point)
+                continue
+            if current is not None and current.line == item.number:
+                current.patterns.append(item.pattern)
+            else:
+                current = LineHit(source=self.index, line=item.number, text=decode_line(text(item.span)),
+                                  patterns=[item.pattern])
+                result.hits.append(current)
+            if item.before is not None:
+                before = [text(span) for span in item.before]
+                if len(before) < CONTEXT_BEFORE and (not item.before or item.before[0][0] == 0):
+                    before = self.recent[len(self.recent) - (CONTEXT_BEFORE - len(before)) :] + before
+                current.before = [decode_line(line) for line in before]
+                current.after = [decode_line(text(span)) for span in item.after]
+        result.metrics = self.sampler.thin(result.metrics)
 
 
 def scan_source(
@@ -100,76 +214,30 @@ def scan_source(
     metric_budget: int = MAX_POINTS,
     on_bytes: Callable[[int], None] | None = None,
 ) -> SourceScan:
-    """Scan one source; one newline-count pass per chunk numbers hits and sampled metric lines.
+    """Scan one source, chunk by chunk.
 
-    With a `mask_key`, every chunk is masked before the scanner reads it, so no unmasked
-    byte reaches a hit, a context line or the tail; placeholders come back with keyed
-    digests of their values for renumbering across sources.
+    With a `mask_key`, every line that is kept (hit, context, curve sample, tail) is masked
+    before it is decoded, so no unmasked byte reaches a hit, a context line or the tail;
+    placeholders come back with keyed digests of their values for renumbering across sources.
     """
-    result = SourceScan(source=index)
     masker = _primed_masker(source) if mask_key is not None else None
-    table = scanner.table
-    kept: dict[int, int] = defaultdict(int)
-    with_context: dict[int, int] = defaultdict(int)
-    sampler = MetricSampler(source.size, metric_budget)
-    matches: list[tuple[int, int]] = []
-
-    def on_match(pattern: int, start: int, end: int, flags: int, context: object) -> bool | None:
-        matches.append((end, pattern))
-        return None
-
+    state = _SourceScanner(index, source, scanner, masker, metric_budget)
+    result = state.result
     stream = source.open()
-    line_base = 0
-    previous_tail = b""
     try:
         for chunk in iter_chunks(stream, source.name, result.problems, **({"chunk_size": chunk_size} if chunk_size else {})):
             result.bytes += len(chunk)
             if on_bytes is not None:
                 on_bytes(len(chunk))
-            if masker is not None:
-                chunk = masker.mask_chunk(chunk)
-            if b"\x1b" in chunk:
-                chunk = ANSI_ESCAPE.sub(b"", chunk)
-            matches.clear()
-            scanner.database.scan(chunk, match_event_handler=on_match)
-            events = _line_events(chunk, matches, table, kept, result.counts)
-            events.extend((start, stop, _METRIC) for start, stop in sampler.spans(chunk))
-            events.sort()
-            counted_to = 0
-            lines_before = 0
-            current: LineHit | None = None
-            for start, stop, pattern in events:
-                lines_before += chunk.count(b"\n", counted_to, start)
-                counted_to = start
-                number = line_base + lines_before + 1
-                if pattern == _METRIC:
-                    point = parse_sampled(chunk[start:stop], index, number, source.rank)
-                    if point is not None:
-                        result.metrics.append(point)
-                    continue
-                if current is not None and current.line == number:
-                    current.patterns.append(pattern)
-                else:
-                    current = LineHit(source=index, line=number, text=decode_line(chunk[start:stop]), patterns=[pattern])
-                    result.hits.append(current)
-                if table[pattern].context and not current.before and with_context[pattern] < CONTEXT_HITS:
-                    with_context[pattern] += 1
-                    shift = len(previous_tail)
-                    current.before, current.after = _context(previous_tail + chunk, start + shift, stop + shift)
-            result.metrics = sampler.thin(result.metrics)
-            line_base += lines_before + chunk.count(b"\n", counted_to)
-            if not chunk.endswith(b"\n"):
-                line_base += 1
-            previous_tail = chunk[-65536:]
-            previous_tail = previous_tail[previous_tail.find(b"\n") + 1 :]
+            state.feed(chunk)
     finally:
         if source.path is not None:
             stream.close()
-    result.lines = line_base
+    result.lines = state.line_base
     if masker is not None and mask_key is not None:
         result.placeholders = masker.placeholder_digests(mask_key)
-    tail = [decode_line(line) for line in previous_tail.split(b"\n")[-TAIL_LINES - 1 :]]
-    result.tail = [t for t in tail if t.strip()][-TAIL_LINES:]
+    tail = [decode_line(line) for line in state.recent[-TAIL_LINES:]]
+    result.tail = [t for t in tail if t.strip()]
     return result
 
 
@@ -193,12 +261,24 @@ def _primed_masker(source: Source) -> Masker:
 
 
 def _line_events(
-    chunk: bytes, matches: list[tuple[int, int]], table: list[PatternInfo], kept: dict[int, int], counts: dict[int, int]
-) -> list[tuple[int, int, int]]:
-    """(line start, line stop, pattern) per kept match; one entry per pattern and line."""
+    chunk: bytes, matches: list[tuple[int, int]], scanner: Scanner, kept: dict[int, int], counts: dict[int, int]
+) -> tuple[list[tuple[int, int, int]], set[int]]:
+    """(line start, line stop, pattern) per kept match, one per pattern and line; and the
+    starts of the lines where the masker's state prefilters fired."""
+    table = scanner.table
+    mask_base = scanner.mask_base
     events: list[tuple[int, int, int]] = []
+    state_lines: set[int] = set()
     seen: set[tuple[int, int]] = set()
     for end, pattern in matches:
+        if pattern >= mask_base:
+            state_lines.add(chunk.rfind(b"\n", 0, max(end - 1, 0)) + 1)
+            continue
+        confirm = table[pattern].confirm
+        if confirm is not None:
+            start, stop = _line_bounds(chunk, max(end - 1, 0))
+            if not confirm.search(chunk, start, stop):
+                continue
         counts[pattern] += 1
         if kept[pattern] >= table[pattern].cap:
             continue
@@ -208,4 +288,4 @@ def _line_events(
         seen.add((start, pattern))
         kept[pattern] += 1
         events.append((start, stop, pattern))
-    return events
+    return events, state_lines

@@ -11,8 +11,8 @@ What is masked, the placeholder format and what is kept on purpose: docs/MASKING
 from __future__ import annotations
 
 from traintriage.ingest.mask.detectors import ALL_DETECTORS
-from traintriage.ingest.mask.masker import Masker
+from traintriage.ingest.mask.masker import Masker, state_prefilters
 from traintriage.ingest.mask.model import Candidate, Detector
 from traintriage.ingest.mask.stream import mask_stream
 
-__all__ = ["ALL_DETECTORS", "Candidate", "Detector", "Masker", "mask_stream"]
+__all__ = ["ALL_DETECTORS", "Candidate", "Detector", "Masker", "mask_stream", "state_prefilters"]

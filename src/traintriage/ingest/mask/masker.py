@@ -14,7 +14,7 @@ import heapq
 import hmac
 import re
 from bisect import bisect_left
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 from traintriage.ingest.mask.detectors import ALL_DETECTORS
 from traintriage.ingest.mask.detectors.keys import PRIVATE_KEY, PemBlock
@@ -64,16 +64,61 @@ class Masker:
         """Mask a chunk of whole lines; the result has exactly as many b"\\n" as ``chunk``."""
         if not chunk:
             return chunk
-        hits = self._prefilter.scan(chunk)
+        out: list[bytes] = []
+        copied_to = 0
+
+        def splice(start: int, end: int, raw: bytes, masked: bytes) -> None:
+            nonlocal copied_to
+            if masked is not raw:
+                out.append(chunk[copied_to:start])
+                out.append(masked)
+                copied_to = end
+
+        self._walk(chunk, self._prefilter.scan(chunk), None, splice)
+        if not out:
+            return chunk
+        out.append(chunk[copied_to:])
+        return b"".join(out)
+
+    def mask_lines(self, chunk: bytes, wanted: Iterable[int], state_lines: Iterable[int]) -> dict[int, bytes]:
+        """The masked text of the lines of ``chunk`` that start at the ``wanted`` offsets.
+
+        For a caller that keeps a few lines of a large chunk (the scanner: hits, context,
+        samples, tail). ``state_lines`` must hold every line where a detector that carries
+        state (learns a value, opens a PEM block) may fire: the scanner's own pass finds them
+        with ``state_prefilters``. Other lines cannot change what is masked later, so they are
+        skipped; each wanted line comes out as ``mask_chunk`` would give it, up to the numbers
+        in the placeholders.
+        """
+        wanted_set = set(wanted)
+        selected = wanted_set.union(state_lines)
+        found: dict[int, bytes] = {}
+
+        def keep(start: int, end: int, raw: bytes, masked: bytes) -> None:
+            if start in wanted_set:
+                found[start] = masked
+
+        if chunk and selected:
+            self._walk(chunk, self._prefilter.scan_lines(chunk, selected), selected, keep)
+        return found
+
+    def _walk(
+        self,
+        chunk: bytes,
+        hits: LineHits,
+        selected: set[int] | None,
+        emit: Callable[[int, int, bytes, bytes], None],
+    ) -> None:
+        """Mask, in order, the lines that need it: prefilter hits, lines holding a learned value,
+        PEM bodies, and every ``selected`` line; ``emit`` hears of each (start, end, raw, masked).
+        With ``selected``, lines outside it are visited only while a PEM block is open."""
         learned_hits = self._scan_learned(chunk)
-        queue = sorted(set(hits) | set(learned_hits))
+        queue = sorted(set(hits) | set(learned_hits)) if selected is None else sorted(selected)
         if self._pem.active:
             queue.insert(0, 0)
         if not queue:
-            return chunk
+            return
         heapq.heapify(queue)
-        out: list[bytes] = []
-        copied_to = 0
         done = -1
         size = len(chunk)
         # Values learned in this chunk are searched for later in it lazily and together: lines
@@ -87,7 +132,7 @@ class Masker:
                 if start <= done:
                     continue
                 if pending and start > pending_from:
-                    self._search_pending(chunk, pending, pending_from, learned_hits, queue)
+                    self._search_pending(chunk, pending, pending_from, learned_hits, queue, selected)
                     pending = []
                     heapq.heappush(queue, start)
                     continue
@@ -99,11 +144,12 @@ class Masker:
                 for learned_id in pending:
                     if self._learned_bytes[learned_id] in raw:
                         learned_bits |= 1 << learned_id
-                masked = self._mask_raw(raw, hits.get(start, 0), learned_bits)
-                if masked is not raw:
-                    out.append(chunk[copied_to:start])
-                    out.append(masked)
-                    copied_to = end
+                detector_bits = hits.get(start, 0)
+                if detector_bits or learned_bits or self._pem.active:
+                    masked = self._mask_raw(raw, detector_bits, learned_bits)
+                else:
+                    masked = raw
+                emit(start, end, raw, masked)
                 if self._pem.active and end < size:
                     heapq.heappush(queue, end + 1)
                 if self._fresh:
@@ -113,12 +159,8 @@ class Masker:
                     pending_from = end + 1
             if not pending or pending_from >= size:
                 break
-            self._search_pending(chunk, pending, pending_from, learned_hits, queue)
+            self._search_pending(chunk, pending, pending_from, learned_hits, queue, selected)
             pending = []
-        if not out:
-            return chunk
-        out.append(chunk[copied_to:])
-        return b"".join(out)
 
     def placeholder_digests(self, key: bytes) -> dict[str, str]:
         """Each placeholder used so far with a keyed digest of its value, so that placeholders
@@ -242,17 +284,38 @@ class Masker:
         return self._learned_filter.scan(chunk)
 
     def _search_pending(
-        self, chunk: bytes, pending: list[int], offset: int, learned_hits: LineHits, queue: list[int]
+        self,
+        chunk: bytes,
+        pending: list[int],
+        offset: int,
+        learned_hits: LineHits,
+        queue: list[int],
+        selected: set[int] | None,
     ) -> None:
-        """Queue the lines from ``offset`` on that hold a value learned earlier in this chunk."""
+        """Queue the lines from ``offset`` on that hold a value learned earlier in this chunk
+        (only the ``selected`` ones, when the caller keeps a few lines)."""
         found = LiteralFilter([self._learned_bytes[i] for i in pending]).scan(chunk[offset:])
         for start, bits in found.items():
+            if selected is not None and offset + start not in selected:
+                continue
             learned_bits = 0
             for position, learned_id in enumerate(pending):
                 if bits >> position & 1:
                     learned_bits |= 1 << learned_id
             learned_hits[offset + start] = learned_hits.get(offset + start, 0) | learned_bits
             heapq.heappush(queue, offset + start)
+
+
+def state_prefilters(detectors: tuple[Detector, ...] = ALL_DETECTORS) -> list[tuple[str, bool, int]]:
+    """(pattern, caseless, detector index) for the detectors whose hits change later masking:
+    those that learn values, and the PEM opener. A scanner runs these in its own pass and
+    hands the lines they hit to ``Masker.mask_lines``."""
+    return [
+        (pattern, detector.caseless_prefilter, index)
+        for index, detector in enumerate(detectors)
+        if detector.learn or detector is PRIVATE_KEY
+        for pattern in detector.prefilter
+    ]
 
 
 def _detect(detector: Detector, line: str) -> list[Candidate]:
