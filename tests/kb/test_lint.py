@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from traintriage.kb.lint import find_catalog, lint
@@ -23,8 +25,8 @@ def test_a_signature_matching_routine_progress_lines_is_rejected() -> None:
     from traintriage.kb.loader import load_kb
 
     entry = load_kb().entries["cuda-oom"]
-    noisy = entry.model_copy(update={"signatures": [*entry.signatures, entry.signatures[0].model_copy(
-        update={"id": "too-broad", "pattern": r"(?i)\bstep_time\b"})]})
+    broad = replace(entry.signatures[0], id="too-broad", pattern=r"(?i)\bstep_time\b")
+    noisy = replace(entry, signatures=[*entry.signatures, broad])
     problems = lint_entry(noisy, healthy_lines())
     assert any("too-broad matches a healthy progress line" in p for p in problems)
     assert not any("healthy" in p for p in lint_entry(entry, healthy_lines()))

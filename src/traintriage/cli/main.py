@@ -170,8 +170,9 @@ def kb_export() -> int:
     import json
 
     from traintriage.kb.loader import load_kb
+    from traintriage.plain import plain
 
-    rows = [e.model_dump(mode="json") for e in sorted(load_kb().entries.values(), key=lambda e: e.id)]
+    rows = [plain(e) for e in sorted(load_kb().entries.values(), key=lambda e: e.id)]
     _write(json.dumps(rows, indent=2, ensure_ascii=False) + "\n")
     return 0
 

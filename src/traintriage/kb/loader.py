@@ -17,7 +17,7 @@ from pathlib import Path
 
 from traintriage import __version__
 from traintriage.errors import KnowledgeBaseError
-from traintriage.kb.schema import Entry
+from traintriage.kb.schema import Entry, validate_entry
 
 KB_ROOT = Path(__file__).resolve().parent
 ENTRIES_DIR = KB_ROOT / "entries"
@@ -56,6 +56,10 @@ def digest_of(files: list[Path]) -> str:
     return hasher.hexdigest()[:20]
 
 
+_EXTRA = ("unexpected_keyword_argument", "extra_forbidden")
+_UNKNOWN_KEY = "unknown key (a typo?)"
+
+
 def parse_entry(path: Path) -> Entry:
     """Validate one entry file; errors name the file and the field."""
     import yaml  # parsing happens on a cache miss only: keep it off the start-up path
@@ -69,10 +73,11 @@ def parse_entry(path: Path) -> Entry:
     if not isinstance(raw, dict):
         raise KnowledgeBaseError(f"{path.name}: an entry must be a mapping")
     try:
-        entry = Entry.model_validate(raw)
+        entry = validate_entry(raw)
     except ValidationError as exc:
         problems = "; ".join(
-            f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in exc.errors()[:5]
+            f"{'.'.join(str(p) for p in err['loc'])}: {_UNKNOWN_KEY if err['type'] in _EXTRA else err['msg']}"
+            for err in exc.errors()[:5]
         )
         raise KnowledgeBaseError(f"{path.name}: {problems}") from exc
     if entry.id != path.stem:

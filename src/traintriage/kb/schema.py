@@ -6,14 +6,27 @@ keys are errors (a typo must not silently drop a field) and every text is non-em
 
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass, field
 from enum import Enum
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
+from annotated_types import Interval, MinLen, Predicate
 
-Text = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
-KebabId = Annotated[str, StringConstraints(pattern=r"^[a-z0-9]+(-[a-z0-9]+)*$")]
+if TYPE_CHECKING:
+    from pydantic import TypeAdapter
+
+_KEBAB = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
+
+
+def is_kebab_case(value: str) -> bool:
+    return _KEBAB.fullmatch(value) is not None
+
+
+Text = Annotated[str, MinLen(1)]
+KebabId = Annotated[str, Predicate(is_kebab_case)]
+NonEmpty = MinLen(1)
 
 
 class Category(str, Enum):
@@ -80,34 +93,26 @@ class Nature(str, Enum):
     wrapper = "wrapper"
 
 
-class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
+class Strict:
+    """Entries are plain frozen dataclasses, so a diagnosis never imports pydantic (its import
+    costs more start-up time than a small diagnosis); pydantic validates them, with this
+    config, when YAML is read (`validate_entry`)."""
+
+    __pydantic_config__ = {"extra": "forbid"}
 
 
+@dataclass(frozen=True, kw_only=True)
 class Signature(Strict):
     id: KebabId
     pattern: Text
     role: Role
-    weight: float = Field(default=1.0, gt=0.0, le=1.0)
+    weight: Annotated[float, Interval(gt=0.0, le=1.0)] = 1.0
 
 
+@dataclass(frozen=True, kw_only=True)
 class Symptom(Strict):
     symptom: Text
     why: Text
-
-
-class Fix(Strict):
-    summary: Text
-    steps: list[Text] = Field(min_length=1)
-    code: dict[str, Text] = Field(default_factory=dict)
-
-    @field_validator("code")
-    @classmethod
-    def known_stacks(cls, value: dict[str, str]) -> dict[str, str]:
-        unknown = set(value) - STACKS
-        if unknown:
-            raise ValueError(f"unknown stack(s) {sorted(unknown)}; use one of {sorted(STACKS)}")
-        return value
 
 
 STACKS = frozenset(
@@ -116,26 +121,38 @@ STACKS = frozenset(
 )
 
 
+@dataclass(frozen=True, kw_only=True)
+class Fix(Strict):
+    summary: Text
+    steps: Annotated[list[Text], NonEmpty]
+    code: dict[str, Text] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        unknown = set(self.code) - STACKS
+        if unknown:
+            raise ValueError(f"unknown stack(s) {sorted(unknown)}; use one of {sorted(STACKS)}")
+
+
+@dataclass(frozen=True, kw_only=True)
 class Perspectives(Strict):
     executive: Text
     engineer: Text
     oncall: Text
 
 
+@dataclass(frozen=True, kw_only=True)
 class Reference(Strict):
     title: Text
     url: Text
 
-    @field_validator("url")
-    @classmethod
-    def https_only(cls, value: str) -> str:
-        """An absolute https URL (checked with urllib: pydantic's URL type costs start-up time)."""
-        parts = urlsplit(value)
-        if parts.scheme != "https" or not parts.netloc or " " in value:
+    def __post_init__(self) -> None:
+        """An absolute https URL."""
+        parts = urlsplit(self.url)
+        if parts.scheme != "https" or not parts.netloc or " " in self.url:
             raise ValueError("references must be absolute https URLs")
-        return value
 
 
+@dataclass(frozen=True, kw_only=True)
 class Entry(Strict):
     id: KebabId
     title: Text
@@ -143,39 +160,63 @@ class Entry(Strict):
     phase: Phase
     severity: Severity
     nature: Nature = Nature.root
-    systems: list[Text] = Field(min_length=1)
-    tags: list[Text] = Field(default_factory=list)
+    systems: Annotated[list[Text], NonEmpty]
+    tags: list[Text] = field(default_factory=list)
     summary: Text
     mechanism: Text
-    symptoms: list[Symptom] = Field(min_length=1)
-    signatures: list[Signature] = Field(min_length=1)
-    excludes: list[Text] = Field(default_factory=list)
-    explains: list[KebabId] = Field(default_factory=list)
-    specializes: list[KebabId] = Field(default_factory=list)
-    confirm: list[Text] = Field(min_length=1)
+    symptoms: Annotated[list[Symptom], NonEmpty]
+    signatures: Annotated[list[Signature], NonEmpty]
+    excludes: list[Text] = field(default_factory=list)
+    explains: list[KebabId] = field(default_factory=list)
+    specializes: list[KebabId] = field(default_factory=list)
+    confirm: Annotated[list[Text], NonEmpty]
     fix: Fix
     verify: Text
-    prevention: list[Text] = Field(min_length=1)
+    prevention: Annotated[list[Text], NonEmpty]
     perspectives: Perspectives
     scale: Text | None = None
-    references: list[Reference] = Field(min_length=1)
-    related: list[KebabId] = Field(default_factory=list)
+    references: Annotated[list[Reference], NonEmpty]
+    related: list[KebabId] = field(default_factory=list)
 
-    @field_validator("specializes", mode="before")
-    @classmethod
-    def one_or_many(cls, value: object) -> object:
-        """`specializes: cuda-oom` and `specializes: [cuda-oom, state-dict-mismatch]` both read."""
-        return [value] if isinstance(value, str) else value
-
-    @field_validator("signatures")
-    @classmethod
-    def unique_signature_ids(cls, value: list[Signature]) -> list[Signature]:
-        ids = [s.id for s in value]
+    def __post_init__(self) -> None:
+        ids = [s.id for s in self.signatures]
         duplicates = sorted({i for i in ids if ids.count(i) > 1})
         if duplicates:
             raise ValueError(f"duplicate signature id(s): {duplicates}")
-        return value
 
     @property
     def root_signatures(self) -> list[Signature]:
         return [s for s in self.signatures if s.role is Role.root]
+
+
+def validate_entry(raw: dict[str, object]) -> Entry:
+    """An Entry from parsed YAML; raises pydantic's ValidationError naming each bad field.
+
+    Texts are stripped first (YAML block scalars end in a newline); `specializes` may be one
+    id or a list."""
+    data = _stripped(raw)
+    assert isinstance(data, dict)
+    if isinstance(data.get("specializes"), str):
+        data["specializes"] = [data["specializes"]]
+    return _entry_adapter().validate_python(data)
+
+
+def _stripped(value: object) -> object:
+    if isinstance(value, str):
+        return value.strip()
+    if isinstance(value, list):
+        return [_stripped(item) for item in value]
+    if isinstance(value, dict):
+        return {key: _stripped(item) for key, item in value.items()}
+    return value
+
+
+_ADAPTER: list[TypeAdapter[Entry]] = []
+
+
+def _entry_adapter() -> TypeAdapter[Entry]:
+    if not _ADAPTER:
+        from pydantic import TypeAdapter
+
+        _ADAPTER.append(TypeAdapter(Entry))
+    return _ADAPTER[0]

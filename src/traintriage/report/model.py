@@ -5,12 +5,22 @@ Fields may be added; none may change meaning without bumping SCHEMA_ID.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
+from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field
+from annotated_types import Ge, Interval, MaxLen
+
+from traintriage.plain import plain
 
 SCHEMA_ID = "traintriage.diagnosis/1"
+
+# Plain dataclasses, not pydantic models: importing pydantic costs more start-up time than a
+# small diagnosis. pydantic still reads these classes (constraints, attribute docstrings and
+# this config) to write and check the JSON Schema.
+_CONFIG = {"extra": "forbid", "use_attribute_docstrings": True}
+Confidence = Annotated[float, Interval(ge=0.0, le=1.0)]
 
 
 class Status(str, Enum):
@@ -19,72 +29,87 @@ class Status(str, Enum):
     no_failure = "no-failure"
 
 
-class Model(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class UserFrame(Model):
+@dataclass(kw_only=True)
+class UserFrame:
     """The innermost traceback frame in the user's own code (outside site-packages)."""
 
+    __pydantic_config__ = _CONFIG
     file: str
     line: int
     function: str
 
 
-class Evidence(Model):
+@dataclass(kw_only=True)
+class Evidence:
+    __pydantic_config__ = _CONFIG
     source: str
-    line: int = Field(ge=1)
+    line: Annotated[int, Ge(1)]
     rank: int | None = None
     host: str | None = None
     time: str | None = None
     text: str
 
 
-class RootCause(Model):
+@dataclass(kw_only=True)
+class RootCause:
+    __pydantic_config__ = _CONFIG
     id: str
     title: str
     category: str
     severity: str
-    confidence: float = Field(ge=0.0, le=1.0)
+    confidence: Confidence
     summary: str
     evidence: list[Evidence]
     exception: str | None = None
     user_frame: UserFrame | None = None
 
 
-class Candidate(Model):
+@dataclass(kw_only=True)
+class Candidate:
+    __pydantic_config__ = _CONFIG
     id: str
-    confidence: float = Field(ge=0.0, le=1.0)
+    confidence: Confidence
 
 
-class Ranks(Model):
-    seen: list[int] = Field(default_factory=list)
-    failed: list[int] = Field(default_factory=list)
-    collateral: list[int] = Field(default_factory=list)
+@dataclass(kw_only=True)
+class Ranks:
+    __pydantic_config__ = _CONFIG
+    seen: list[int] = field(default_factory=list)
+    failed: list[int] = field(default_factory=list)
+    collateral: list[int] = field(default_factory=list)
 
 
-class Collateral(Model):
+@dataclass(kw_only=True)
+class Collateral:
+    __pydantic_config__ = _CONFIG
     id: str
     title: str = ""
-    ranks: list[int] = Field(default_factory=list)
+    ranks: list[int] = field(default_factory=list)
     explained_by: str
-    count: int = Field(default=0, description="matching lines in the whole log, beyond those kept as evidence")
+    count: int = 0
+    """matching lines in the whole log, beyond those kept as evidence"""
 
 
-class Suspect(Model):
+@dataclass(kw_only=True)
+class Suspect:
+    __pydantic_config__ = _CONFIG
     rank: int | None = None
     host: str | None = None
     reason: str
 
 
-class Anomaly(Model):
+@dataclass(kw_only=True)
+class Anomaly:
+    __pydantic_config__ = _CONFIG
     kind: str
     rank: int | None = None
     step: int | None = None
     detail: str
 
 
-class TimelineEvent(Model):
+@dataclass(kw_only=True)
+class TimelineEvent:
+    __pydantic_config__ = _CONFIG
     time: str | None = None
     rank: int | None = None
     what: str
@@ -92,41 +117,48 @@ class TimelineEvent(Model):
     line: int
 
 
-class FixAdvice(Model):
+@dataclass(kw_only=True)
+class FixAdvice:
+    __pydantic_config__ = _CONFIG
     summary: str
     steps: list[str]
-    code: dict[str, str] = Field(default_factory=dict)
+    code: dict[str, str] = field(default_factory=dict)
 
 
-class Stats(Model):
+@dataclass(kw_only=True)
+class Stats:
+    __pydantic_config__ = _CONFIG
     sources: int
     lines: int
     bytes: int
     seconds: float
 
 
-class Diagnosis(Model):
-    schema_: str = Field(default=SCHEMA_ID, alias="schema")
+@dataclass(kw_only=True)
+class Diagnosis:
+    __pydantic_config__ = _CONFIG
+    schema: str = SCHEMA_ID
     status: Status
     root_cause: RootCause | None = None
-    candidates: list[Candidate] = Field(default_factory=list, max_length=5)
+    candidates: Annotated[list[Candidate], MaxLen(5)] = field(default_factory=list)
     initiating_rank: int | None = None
-    suspects: list[Suspect] = Field(default_factory=list)
-    ranks: Ranks = Field(default_factory=Ranks)
-    collateral: list[Collateral] = Field(default_factory=list)
-    anomalies: list[Anomaly] = Field(default_factory=list)
-    timeline: list[TimelineEvent] = Field(default_factory=list)
+    suspects: list[Suspect] = field(default_factory=list)
+    ranks: Ranks = field(default_factory=Ranks)
+    collateral: list[Collateral] = field(default_factory=list)
+    anomalies: list[Anomaly] = field(default_factory=list)
+    timeline: list[TimelineEvent] = field(default_factory=list)
     fix: FixAdvice | None = None
     verify: str | None = None
-    environment: dict[str, str] = Field(default_factory=dict)
-    unknown: list[Evidence] = Field(default_factory=list)
-    warnings: list[str] = Field(default_factory=list)
+    environment: dict[str, str] = field(default_factory=dict)
+    unknown: list[Evidence] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
     stats: Stats
 
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
-
     def to_json_dict(self) -> dict[str, object]:
-        return self.model_dump(mode="json", by_alias=True)
+        """The diagnosis as JSON-ready data, in the shape of diagnosis.schema.json."""
+        data = plain(self)
+        assert isinstance(data, dict)
+        return data
 
     @property
     def exit_code(self) -> int:
@@ -138,7 +170,9 @@ SCHEMA_PATH = Path(__file__).with_name("diagnosis.schema.json")
 
 def diagnosis_json_schema() -> dict[str, object]:
     """The JSON Schema of the output contract, as shipped in diagnosis.schema.json."""
-    schema = Diagnosis.model_json_schema(by_alias=True, mode="serialization")
+    from pydantic import TypeAdapter
+
+    schema = TypeAdapter(Diagnosis).json_schema(mode="serialization")
     schema["$id"] = "urn:traintriage:schema:diagnosis:1"
     schema["title"] = "traintriage diagnosis (schema traintriage.diagnosis/1)"
     return schema
