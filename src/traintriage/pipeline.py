@@ -8,7 +8,7 @@ keyed digests; the key lives only for the run.
 
 from __future__ import annotations
 
-import secrets
+import os
 import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager
@@ -46,7 +46,7 @@ def run(
     sources = discover(paths)
     kb = load_kb()
     scanner = load_scanner()
-    mask_key = secrets.token_bytes(32) if mask else None
+    mask_key = os.urandom(32) if mask else None
     if progress is None:
         scans = scan_sources(sources, jobs=jobs, mask_key=mask_key)
     else:

@@ -1,7 +1,7 @@
 """Load the knowledge base: YAML entries validated by the schema, then cross-checked.
 
 Parsing and validating ~150 YAML files and compiling the scanner costs far more than
-a small diagnosis, so the result is cached on disk keyed by a hash of the entry files;
+a small diagnosis, so the result is cached on disk keyed by the entry files' names, sizes and times;
 any change to an entry (or to this package version) invalidates the cache.
 """
 
@@ -28,7 +28,6 @@ EXAMPLES_DIR = KB_ROOT / "examples"
 class KnowledgeBase:
     entries: dict[str, Entry]
     files: dict[str, Path] = field(default_factory=dict)
-    digest: str = ""
 
     def get(self, entry_id: str) -> Entry | None:
         return self.entries.get(entry_id)
@@ -39,21 +38,6 @@ class KnowledgeBase:
 
 def entry_files(root: Path = ENTRIES_DIR) -> list[Path]:
     return sorted(root.glob("*/*.yaml"))
-
-
-def digest_of(files: list[Path]) -> str:
-    """A content hash of the KB, the package version, the schema and the scanner's own patterns."""
-    from traintriage.kb import schema
-    from traintriage.match import internal
-
-    hasher = hashlib.sha256(__version__.encode())
-    hasher.update(Path(schema.__file__).read_bytes())
-    hasher.update(os.environ.get("TRAINTRIAGE_KB_SKIP_INVALID", "").encode())
-    hasher.update(Path(internal.__file__).read_bytes())
-    for path in files:
-        hasher.update(path.relative_to(path.parent.parent).as_posix().encode())
-        hasher.update(path.read_bytes())
-    return hasher.hexdigest()[:20]
 
 
 _EXTRA = ("unexpected_keyword_argument", "extra_forbidden")
@@ -106,7 +90,7 @@ def load_entries(root: Path = ENTRIES_DIR) -> KnowledgeBase:
             raise KnowledgeBaseError(f"duplicate id '{entry.id}' in {path} and {paths[entry.id]}")
         entries[entry.id] = entry
         paths[entry.id] = path
-    return KnowledgeBase(entries=entries, files=paths, digest=digest_of(files))
+    return KnowledgeBase(entries=entries, files=paths)
 
 
 def check_links(entries: dict[str, Entry]) -> None:
@@ -127,18 +111,33 @@ def cache_dir() -> Path:
     return Path(user_cache_dir("traintriage"))
 
 
+def cache_key(files: list[Path]) -> str:
+    """Which cached KB fits: names, sizes and modification times of the entry files, the
+    schema and the scanner's own patterns (a stat per file: reading and hashing every
+    entry on each start would cost more than a small diagnosis)."""
+    from traintriage.kb import schema
+    from traintriage.match import internal
+
+    hasher = hashlib.sha256(__version__.encode())
+    hasher.update(os.environ.get("TRAINTRIAGE_KB_SKIP_INVALID", "").encode())
+    for path in [Path(schema.__file__), Path(internal.__file__), *files]:
+        stat = path.stat()
+        hasher.update(f"{path}\0{stat.st_size}\0{stat.st_mtime_ns}\0".encode())
+    return hasher.hexdigest()[:20]
+
+
 @cache
 def load_kb() -> KnowledgeBase:
     """The validated KB, from the on-disk cache when the entry files are unchanged."""
     files = entry_files()
-    digest = digest_of(files)
-    cached = cache_dir() / f"kb-{digest}.pickle"
+    key = cache_key(files)
+    cached = cache_dir() / f"kb-{key}.pickle"
     try:
         with cached.open("rb") as handle:
             kb = pickle.load(handle)
-        if isinstance(kb, KnowledgeBase) and kb.digest == digest:
+        if isinstance(kb, KnowledgeBase):
             return kb
-    except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError):
+    except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError, TypeError):
         pass
     kb = load_entries()
     write_cache(cached, pickle.dumps(kb, protocol=pickle.HIGHEST_PROTOCOL))

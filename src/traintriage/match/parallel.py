@@ -7,11 +7,9 @@ the lines of the pieces before them.
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import re
 from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import replace
 
 from traintriage.ingest.sources import Source
@@ -136,6 +134,9 @@ def scan_sources(
             shares.append((index, source))
     budget = metric_budget(len(shares))
     jobs_list: list[Job] = [(index, source, mask_key, budget) for index, source in shares]
+    import multiprocessing  # only big inputs get here: keep the pool off the start-up path
+    from concurrent.futures import ProcessPoolExecutor
+
     context = multiprocessing.get_context("fork")
     results: list[SourceScan] = []
     with ProcessPoolExecutor(max_workers=min(workers, len(jobs_list)), mp_context=context) as pool:

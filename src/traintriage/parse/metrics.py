@@ -64,17 +64,21 @@ def parse_metric_line(line: str, source: int, number: int, rank: int | None = No
         return None
     loss = _float(loss_match.group(1)) if loss_match else None
     step_match = _STEP.search(body)
+    # Cheap substring tests first: these regexes start at every digit, and run on every
+    # sampled line of a big log.
+    lower = body.lower()
     step_time: float | None = None
-    time_match = _STEP_TIME.search(body)
+    time_match = _STEP_TIME.search(body) if "time" in lower else None
     if time_match:
         step_time = _float(time_match.group(1))
         if step_time is not None and (time_match.group(2) == "ms" or "(ms)" in time_match.group(0)):
             step_time /= 1000.0
-    throughput_match = _THROUGHPUT.search(body)
     throughput = None
-    if throughput_match:
-        throughput = _float(throughput_match.group(1) or throughput_match.group(2))
-    lr = _LR.search(body)
+    if "/s" in lower or "per_second" in lower or "throughput" in lower:
+        throughput_match = _THROUGHPUT.search(body)
+        if throughput_match:
+            throughput = _float(throughput_match.group(1) or throughput_match.group(2))
+    lr = _LR.search(body) if "lr" in lower or "learning" in lower else None
     return MetricPoint(
         source=source,
         line=number,

@@ -125,8 +125,8 @@ def parse_prefix(line: str, default_year: int = 1970) -> Prefix:
             rest = stripped[match.end() :]
             continue
         break
-    nccl = _NCCL_HOST.search(rest)
-    if nccl and host is None:
+    nccl = _NCCL_HOST.search(rest) if host is None and " NCCL " in rest else None
+    if nccl:
         host = nccl.group(1)
     if stamp is None:
         iso = _ISO.search(rest, 0, _ISO_SCAN_LIMIT + 32)
