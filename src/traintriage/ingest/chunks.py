@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from traintriage.ingest.sources import ByteStream
 
-CHUNK_SIZE = 8 << 20
+CHUNK_SIZE = 4 << 20
 MAX_LINE = 64 << 20
 
 
@@ -31,7 +31,7 @@ def iter_chunks(
 ) -> Iterator[bytes]:
     """Yield chunks of whole lines; the last may lack a trailing newline.
 
-    Reads go into one reused buffer (a fresh 8 MB object per read costs more in page faults
+    Reads go into one reused buffer (a fresh multi-megabyte object per read costs more in page faults
     than the copy out of the buffer); an unfinished line moves to the buffer's front.
     """
     buffer = bytearray(chunk_size)
