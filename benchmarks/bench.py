@@ -30,7 +30,8 @@ _RSS_WRAPPER = (
     "import resource, subprocess, sys, time; t = time.perf_counter(); "
     "r = subprocess.run(sys.argv[1:], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL); "
     "w = time.perf_counter() - t; "
-    "sys.stderr.write('%f %d %d\\n' % (w, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, r.returncode)); "
+    "u = resource.getrusage(resource.RUSAGE_CHILDREN); "
+    "sys.stderr.write('%f %d %f\\n' % (w, u.ru_maxrss, u.ru_utime + u.ru_stime)); "
     "sys.stdout.buffer.write(r.stdout)"
 )
 
@@ -39,15 +40,21 @@ _RSS_WRAPPER = (
 class Measure:
     seconds: float
     rss_mb: float
+    cpu_seconds: float
     stdout: bytes
+
+    @property
+    def cores(self) -> float:
+        """CPU time over wall time: above 1 when more than one core was busy."""
+        return self.cpu_seconds / self.seconds if self.seconds else 0.0
 
 
 def measure(command: list[str], repeat: int = 1) -> Measure:
     runs = []
     for _ in range(repeat):
         result = subprocess.run([sys.executable, "-c", _RSS_WRAPPER, *command], capture_output=True, check=False)
-        seconds, rss_kb, _ = result.stderr.decode().split()
-        runs.append(Measure(float(seconds), int(rss_kb) / 1024, result.stdout))
+        seconds, rss_kb, cpu = result.stderr.decode().split()
+        runs.append(Measure(float(seconds), int(rss_kb) / 1024, float(cpu), result.stdout))
     best = sorted(runs, key=lambda m: m.seconds)[len(runs) // 2]
     return best
 
@@ -113,7 +120,7 @@ def main() -> None:
         rg_time = base.get("rg -c -i error")
         rows.append({
             "workload": path.name, "MB": size / (1 << 20), "seconds": tool.seconds,
-            "MB/s": size / (1 << 20) / tool.seconds, "rss": tool.rss_mb,
+            "MB/s": size / (1 << 20) / tool.seconds, "rss": tool.rss_mb, "cores": tool.cores,
             "vs rg": tool.seconds / rg_time if rg_time else float("nan"),
             "root": (diagnosis.get("root_cause") or {}).get("id"), "rank": diagnosis.get("initiating_rank"),
             **{f"{k} s": v for k, v in base.items()},
@@ -127,6 +134,7 @@ def main() -> None:
         unmasked = measure([TOOL, "diagnose", "--format", "json", "--no-mask", "--jobs", "1", str(files["half"])])
         with_mask = measure([TOOL, "diagnose", "--format", "json", "--jobs", "1", str(files["half"])])
         mask_row = (half_mb / masked.seconds, half_mb / unmasked.seconds, half_mb / with_mask.seconds)
+        print(f"one core: mask {mask_row[0]:.0f} MB/s, scan {mask_row[1]:.0f} MB/s, both {mask_row[2]:.0f} MB/s", flush=True)
     write_results(rows, mask_row, rg is not None)
 
 
@@ -141,12 +149,16 @@ def write_results(rows: list[dict[str, object]], mask_mbs: tuple[float, float, f
         f"Machine: {platform.machine()}, {os.cpu_count()} cores ({cpu}), Python {platform.python_version()}, "
         f"{time.strftime('%Y-%m-%d')}. Produced by `make bench`; ratios are against baselines measured in the same run.",
         "",
-        "| workload | MB | traintriage s | MB/s | peak RSS MB | × rg -c -i error | wc -l s | python read s | root cause | initiating rank |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "cores busy = CPU time of all processes / wall time.",
+        "",
+        "| workload | MB | traintriage s | MB/s | peak RSS MB | cores busy | × rg -c -i error | wc -l s | python read s "
+        "| root cause | initiating rank |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for row in rows:
         lines.append(
             f"| {row['workload']} | {row['MB']:.0f} | {row['seconds']:.2f} | {row['MB/s']:.0f} | {row['rss']:.0f} | "
+            f"{row['cores']:.2f} | "
             f"{row['vs rg']:.2f} | {row.get('wc -l s', float('nan')):.2f} | {row.get('python for-line read s', float('nan')):.2f} | "
             f"{row['root']} | {row['rank']} |"
         )

