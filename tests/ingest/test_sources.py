@@ -65,6 +65,19 @@ def test_chunks_end_on_line_breaks_and_cut_endless_lines(tmp_path: Path) -> None
         chunks = list(iter_chunks(stream, "a.log", problems, chunk_size=1000))
     assert b"".join(chunks) == path.read_bytes()
     assert all(c.endswith(b"\n") for c in chunks[:-1])
+    assert any(c.count(b"x") == 50000 for c in chunks), "a long line is kept whole below the cap"
+
+
+def test_a_line_past_the_cap_is_cut_there(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from traintriage.ingest import chunks as chunking
+
+    monkeypatch.setattr(chunking, "MAX_LINE", 4000)
+    path = tmp_path / "a.log"
+    path.write_bytes(b"x" * 10000 + b"\nend\n")
+    with open(path, "rb") as stream:
+        pieces = list(chunking.iter_chunks(stream, "a.log", [], chunk_size=1000))
+    assert b"".join(pieces) == path.read_bytes()
+    assert max(len(p) for p in pieces) <= 4000
 
 
 def test_a_log_with_nul_runs_from_a_crashed_node_is_still_text(tmp_path: Path) -> None:

@@ -58,3 +58,45 @@ def test_split_file_shares_one_numbering(tmp_path: Path, monkeypatch: pytest.Mon
     split, _ = run([str(path)], jobs=3)
     single, _ = run([str(path)], jobs=1)
     assert [h.text for s in split.scans for h in s.hits] == [h.text for s in single.scans for h in s.hits]
+
+
+def test_state_learned_chunks_earlier_masks_later_hits_context_and_samples(tmp_path: Path) -> None:
+    """Only kept lines are masked, chunk by chunk: a password learned under its key many chunks
+    before must still be hidden where it later appears bare, in a hit's context, and a curve
+    sample must not carry an address."""
+    from traintriage.ingest.sources import discover
+    from traintriage.match.compiler import load_scanner
+    from traintriage.match.scan import scan_source
+
+    secret = "Tr0ub4dor-and-3"
+    lines = [f"export DB_PASSWORD={secret}"]
+    lines += [f"step {i} loss 2.{i % 10} lr 3e-4 from 10.9.8.{i % 7 + 1}" for i in range(300)]
+    lines += [f"retrying with {secret} after the first attempt",
+              "RuntimeError: CUDA error: an illegal memory access was encountered"]
+    path = tmp_path / "train.log"
+    path.write_text("\n".join(lines) + "\n")
+    scan = scan_source(0, discover([str(path)])[0], load_scanner(), mask_key=b"k" * 32, chunk_size=4096)
+    crash = next(h for h in scan.hits if "illegal memory access" in h.text)
+    assert crash.before[-1] == "retrying with <PASSWORD-1> after the first attempt"
+    kept = "\n".join([*scan.tail, *(t for h in scan.hits for t in [h.text, *h.before, *h.after]),
+                      *(p.text for p in scan.metrics)])
+    assert secret not in kept
+    assert scan.metrics and not re.search(r"10\.9\.8\.\d", kept)
+    assert scan.lines == len(lines)
+    assert crash.line == len(lines)
+
+
+def test_non_finite_values_outside_metrics_do_not_crowd_out_a_nan_loss(tmp_path: Path) -> None:
+    """The scanner keys non-finite metrics on the value and confirms the line names a loss or a
+    grad norm; unrelated `nan` lines must not fill the hits kept for it."""
+    lines = [f"[rank0]: data stats row {i}: mean=nan std=nan (empty shard)" for i in range(400)]
+    lines += ["[rank0]: step 10 loss 2.31", "[rank0]: step 11 loss nan", "[rank0]: step 12 loss nan"]
+    path = tmp_path / "rank0.log"
+    path.write_text("\n".join(lines) + "\n")
+    result, _ = run([str(path)])
+    from traintriage.match.compiler import load_scanner
+    from traintriage.match.internal import Internal
+
+    nonfinite = set(load_scanner().by_internal(Internal.metric_nonfinite))
+    flagged = [h.line for s in result.scans for h in s.hits if nonfinite.intersection(h.patterns)]
+    assert flagged == [402, 403]
