@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 SAMPLE := src/traintriage/data/sample/job-4412.log
 CORPORA := ../shared/corpus/gh-dev ../shared/corpus/realruns-dev
 
-.PHONY: run test lint typecheck unit eval bench clean
+.PHONY: run test lint typecheck unit eval bench bench-patterns clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -34,6 +34,9 @@ eval: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench.py
+
+bench-patterns: $(STAMP)
+	$(BIN)/python benchmarks/pattern_cost.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache benchmarks/work
