@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from traintriage.cli.main import run
+from traintriage.cli.entry import run
 
 
 @dataclass

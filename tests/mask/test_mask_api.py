@@ -45,7 +45,7 @@ def test_detectors_are_complete_and_unique() -> None:
         assert re.fullmatch(r"[a-z0-9-]+", detector.name)
         assert re.fullmatch(r"[A-Z0-9_]+", detector.kind)
         assert detector.prefilter and detector.doc
-        assert any(g in detector.pattern.groupindex for g in ("s", "s2")), detector.name
+        assert any(g in detector.pattern.compiled.groupindex for g in ("s", "s2")), detector.name
 
 
 def test_prefilters_compile_into_one_database() -> None:

@@ -1,21 +1,19 @@
-"""The `traintriage` command. Thin: every sub-command calls the engine and a renderer.
+"""The `traintriage` commands (typer). Thin: every sub-command calls the engine and a renderer.
 
-Exit status (OUTPUT.md): 0 no failure, 1 failure diagnosed, 2 unknown failure, 64 and
-up for usage and input errors, each with a one-line message on stderr. A user never
-sees a traceback from our own code (set TRAINTRIAGE_DEBUG=1 to get one).
+The entry point, its exit statuses and its fast path for plain `diagnose` calls are in
+`cli/entry.py`.
 """
 
 from __future__ import annotations
 
-import os
 import sys
-from enum import Enum
 from typing import Annotated
 
 import typer
 from typer.exceptions import Abort, Exit, TyperException
 
-from traintriage.errors import TraintriageError, UsageError
+from traintriage.cli.diagnose_cmd import OutputFormat, diagnose_command, write
+from traintriage.errors import UsageError
 
 app = typer.Typer(
     name="traintriage",
@@ -28,17 +26,6 @@ kb_app = typer.Typer(help="Browse and check the knowledge base of failure classe
 app.add_typer(kb_app, name="kb")
 
 
-class OutputFormat(str, Enum):
-    text = "text"
-    json = "json"
-    markdown = "markdown"
-
-
-def _write(text: str) -> None:
-    sys.stdout.write(text)
-    sys.stdout.flush()
-
-
 @app.command()
 def diagnose(
     paths: Annotated[list[str], typer.Argument(help="Log files, directories of per-rank logs, or '-' for stdin.")],
@@ -47,22 +34,7 @@ def diagnose(
     jobs: Annotated[int | None, typer.Option("--jobs", "-j", min=1, help="Worker processes (default: all cores).")] = None,
 ) -> int:
     """Diagnose the logs of a failed (or suspect) training run."""
-    from traintriage.cli.terminal import scan_progress
-    from traintriage.pipeline import diagnose as run_diagnosis
-    from traintriage.report.render import render_json, render_markdown
-
-    diagnosis = run_diagnosis(paths, mask=not no_mask, jobs=jobs, progress=scan_progress)
-    if output_format is OutputFormat.json:
-        _write(render_json(diagnosis))
-    elif output_format is OutputFormat.markdown:
-        _write(render_markdown(diagnosis))
-    else:
-        from traintriage.cli.terminal import print_diagnosis
-
-        print_diagnosis(diagnosis)
-    for warning in diagnosis.warnings:
-        print(f"traintriage: warning: {warning}", file=sys.stderr)
-    return diagnosis.exit_code
+    return diagnose_command(paths, output_format, not no_mask, jobs)
 
 
 @app.command()
@@ -90,13 +62,13 @@ def diff(
 
         rows = [{"kind": t.kind.value, "template": t.text, "count": t.count, "example": t.example,
                  "source": t.source, "line": t.line, "known": t.known} for t in found]
-        _write(json.dumps(rows, indent=2, ensure_ascii=False) + "\n")
+        write(json.dumps(rows, indent=2, ensure_ascii=False) + "\n")
     else:
         for t in found:
             known = f" [{t.known}]" if t.known else ""
-            _write(f"{t.kind.value:<12}{t.source}:{t.line} (x{t.count}){known}  {t.example.strip()[:200]}\n")
+            write(f"{t.kind.value:<12}{t.source}:{t.line} (x{t.count}){known}  {t.example.strip()[:200]}\n")
         if not found:
-            _write("no lines in the failed run that the good run lacks\n")
+            write("no lines in the failed run that the good run lacks\n")
     return 0
 
 
@@ -134,9 +106,9 @@ def kb_list(
 
         rows = [{"id": e.id, "title": e.title, "category": e.category.value, "severity": e.severity.value}
                 for e in entries]
-        _write(json.dumps(rows, indent=2) + "\n")
+        write(json.dumps(rows, indent=2) + "\n")
     else:
-        _write("".join(f"{e.id:<36} {e.category.value:<12} {e.title}\n" for e in entries))
+        write("".join(f"{e.id:<36} {e.category.value:<12} {e.title}\n" for e in entries))
     return 0
 
 
@@ -149,7 +121,7 @@ def kb_show(entry_id: Annotated[str, typer.Argument(help="Entry id, e.g. cuda-oo
     entry = load_kb().get(entry_id)
     if entry is None:
         raise UsageError(f"no entry '{entry_id}' (see 'traintriage kb list')")
-    _write(render_entry(entry))
+    write(render_entry(entry))
     return 0
 
 
@@ -160,7 +132,7 @@ def kb_search(text: Annotated[list[str], typer.Argument(help="Words or an error 
     from traintriage.kb.render import search_entries
 
     hits = search_entries(load_kb(), " ".join(text))
-    _write("".join(f"{e.id:<36} {e.title}\n" for e in hits) or "no entry matches\n")
+    write("".join(f"{e.id:<36} {e.title}\n" for e in hits) or "no entry matches\n")
     return 0 if hits else 1
 
 
@@ -173,43 +145,25 @@ def kb_export() -> int:
     from traintriage.plain import plain
 
     rows = [plain(e) for e in sorted(load_kb().entries.values(), key=lambda e: e.id)]
-    _write(json.dumps(rows, indent=2, ensure_ascii=False) + "\n")
+    write(json.dumps(rows, indent=2, ensure_ascii=False) + "\n")
     return 0
 
 
-def run() -> None:
-    """Entry point: map every outcome to an exit status and a one-line message."""
-    debug = bool(os.environ.get("TRAINTRIAGE_DEBUG"))
+def run_typer() -> int:
+    """Run the typer app; its own usage errors become exit 64 with typer's one-line message."""
     try:
         result = app(standalone_mode=False)
     except Exit as exc:
-        sys.exit(exc.exit_code)
+        return exc.exit_code
     except TyperException as exc:
         print(f"traintriage: {exc.format_message()}", file=sys.stderr)
-        sys.exit(64)
+        return 64
     except Abort:
-        sys.exit(130)
-    except TraintriageError as exc:
-        if debug:
-            raise
-        print(f"traintriage: error: {exc}", file=sys.stderr)
-        sys.exit(exc.exit_code)
-    except KeyboardInterrupt:
-        sys.exit(130)
-    except BrokenPipeError:
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        sys.exit(0)
-    except MemoryError:
-        print("traintriage: error: out of memory", file=sys.stderr)
-        sys.exit(71)
-    except Exception as exc:
-        if debug:
-            raise
-        print(f"traintriage: internal error: {type(exc).__name__}: {exc} (set TRAINTRIAGE_DEBUG=1 for details)",
-              file=sys.stderr)
-        sys.exit(70)
-    sys.exit(result if isinstance(result, int) else 0)
+        return 130
+    return result if isinstance(result, int) else 0
 
 
 if __name__ == "__main__":
+    from traintriage.cli.entry import run
+
     run()

@@ -320,7 +320,7 @@ def state_prefilters(detectors: tuple[Detector, ...] = ALL_DETECTORS) -> list[tu
 
 def _detect(detector: Detector, line: str) -> list[Candidate]:
     """Run one detector's precise pattern over a line and keep what its filters let through."""
-    pattern = detector.pattern
+    pattern = detector.pattern.compiled
     groups = pattern.groupindex
     secret_groups = [name for name in _SECRET_GROUPS if name in groups]
     found: list[Candidate] = []

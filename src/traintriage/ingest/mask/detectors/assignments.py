@@ -9,8 +9,6 @@ then drop placeholders, references, paths, numbers and plain words.
 
 from __future__ import annotations
 
-import re
-
 from traintriage.ingest.mask.detectors._syntax import (
     ASSIGN,
     BARE,
@@ -32,7 +30,7 @@ from traintriage.ingest.mask.filters import (
     is_special_token_key,
     shorter_than,
 )
-from traintriage.ingest.mask.model import Detector
+from traintriage.ingest.mask.model import Detector, LazyRegex
 
 # Long keywords may end any key (PGPASSWORD, csrftoken); short ones only after a non-letter
 # or an upper-case letter, so "bypass" and "oauth" are not keys.
@@ -64,7 +62,7 @@ ASSIGNMENT = Detector(
     name="keyed-secret",
     kind="SECRET",
     prefilter=(r"(?:" + KEYWORDS + r")" + HS_KEY_CLOSE + HS_ASSIGN,),
-    pattern=re.compile(r"(?P<kw>" + _KEYWORD + r")" + KEY_CLOSE + ASSIGN + _VALUE),
+    pattern=LazyRegex(r"(?P<kw>" + _KEYWORD + r")" + KEY_CLOSE + ASSIGN + _VALUE),
     priority=50,
     caseless_prefilter=True,
     filters=_FILTERS,
@@ -77,7 +75,7 @@ CLI_FLAG = Detector(
     name="keyed-secret-flag",
     kind="SECRET",
     prefilter=(r"--?[A-Za-z0-9_.-]{0,40}(?:" + KEYWORDS + r")[ \t=]",),
-    pattern=re.compile(r"(?<![\w-])(?P<k>--?[\w.-]{0,40}?" + _KEYWORD + r")(?:[ \t]+|=)" + _VALUE),
+    pattern=LazyRegex(r"(?<![\w-])(?P<k>--?[\w.-]{0,40}?" + _KEYWORD + r")(?:[ \t]+|=)" + _VALUE),
     priority=51,
     caseless_prefilter=True,
     filters=_FILTERS,

@@ -8,11 +8,9 @@ GCP service-account private keys are PEM blocks (``keys.py``).
 
 from __future__ import annotations
 
-import re
-
 from traintriage.ingest.mask.detectors._syntax import ASSIGN, HS_ASSIGN, HS_KEY_CLOSE, KEY_CLOSE, OPEN
 from traintriage.ingest.mask.filters import is_placeholder, is_reference
-from traintriage.ingest.mask.model import Detector
+from traintriage.ingest.mask.model import Detector, LazyRegex
 
 FORMAT = 95
 CONTEXT = 85
@@ -21,7 +19,7 @@ AWS_ACCESS_KEY_ID = Detector(
     name="aws-access-key-id",
     kind="AWS_KEY_ID",
     prefilter=(r"(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AROA|AIPA|ANPA|ANVA|APKA)[A-Z0-9]{16}",),
-    pattern=re.compile(
+    pattern=LazyRegex(
         r"(?<![A-Za-z0-9])(?P<s>(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AROA|AIPA|ANPA|ANVA|APKA)"
         r"[A-Z0-9]{16})(?![A-Za-z0-9])"
     ),
@@ -36,7 +34,7 @@ AWS_SECRET_KEY = Detector(
         r"secret[_-]?(?:access[_-]?)?key" + HS_KEY_CLOSE + HS_ASSIGN,
         r"secret[_-]?(?:access[_-]?)?key[ \t]",
     ),
-    pattern=re.compile(
+    pattern=LazyRegex(
         r"(?i:secret[_-]?(?:access[_-]?)?key)(?:"
         + KEY_CLOSE
         + ASSIGN
@@ -55,7 +53,7 @@ AWS_SESSION_TOKEN = Detector(
     name="aws-session-token",
     kind="AWS_SESSION_TOKEN",
     prefilter=(r"IQoJb3JpZ2luX2Vj", r"FwoGZXIvYXdzE", r"session[_-]?token"),
-    pattern=re.compile(
+    pattern=LazyRegex(
         r"(?<![A-Za-z0-9+/])(?P<s>(?:IQoJb3JpZ2luX2Vj|FwoGZXIvYXdzE)[A-Za-z0-9+/]{20,}={0,2})"
         r"|(?i:session[_-]?token)(?:"
         + KEY_CLOSE
@@ -74,7 +72,7 @@ GCP_API_KEY = Detector(
     name="gcp-api-key",
     kind="GCP_API_KEY",
     prefilter=(r"AIza[A-Za-z0-9_-]{35}",),
-    pattern=re.compile(r"(?<![A-Za-z0-9_-])(?P<s>AIza[A-Za-z0-9_-]{35})(?![A-Za-z0-9_-])"),
+    pattern=LazyRegex(r"(?<![A-Za-z0-9_-])(?P<s>AIza[A-Za-z0-9_-]{35})(?![A-Za-z0-9_-])"),
     priority=FORMAT,
     doc="Google Cloud API keys (AIza...).",
 )
@@ -83,7 +81,7 @@ GCP_OAUTH_TOKEN = Detector(
     name="gcp-oauth-token",
     kind="GCP_OAUTH_TOKEN",
     prefilter=(r"ya29\.[A-Za-z0-9_-]{20}", r"1//0[A-Za-z0-9_-]{30}", r"GOCSPX-[A-Za-z0-9_-]{20}"),
-    pattern=re.compile(
+    pattern=LazyRegex(
         r"(?<![A-Za-z0-9_.-])(?P<s>ya29\.[A-Za-z0-9_-]{20,}|1//0[A-Za-z0-9_-]{30,}|GOCSPX-[A-Za-z0-9_-]{20,})"
         r"(?![A-Za-z0-9_-])"
     ),
@@ -95,7 +93,7 @@ GCP_KEY_ID = Detector(
     name="gcp-private-key-id",
     kind="GCP_KEY_ID",
     prefilter=(r"private[_-]?key[_-]?id",),
-    pattern=re.compile(
+    pattern=LazyRegex(
         r"(?i:private[_-]?key[_-]?id)"
         + KEY_CLOSE
         + ASSIGN
@@ -112,7 +110,7 @@ AZURE_STORAGE_KEY = Detector(
     name="azure-storage-key",
     kind="AZURE_KEY",
     prefilter=(r"(?:AccountKey|SharedAccessKey|PrimaryKey|SecondaryKey)=",),
-    pattern=re.compile(
+    pattern=LazyRegex(
         r"(?i:AccountKey|SharedAccessKey|PrimaryKey|SecondaryKey)=(?P<s>[A-Za-z0-9+/]{20,}={0,2})"
     ),
     priority=CONTEXT,
@@ -125,7 +123,7 @@ AZURE_SAS = Detector(
     name="azure-sas-signature",
     kind="AZURE_SAS",
     prefilter=(r"[?&;]sig=[A-Za-z0-9%+/=_-]{16}", r"SharedAccessSignature="),
-    pattern=re.compile(
+    pattern=LazyRegex(
         r"(?:[?&;]sig=|SharedAccessSignature=(?:[^\s'\"]{0,500}?[?&;]sig=)?)(?P<s>[A-Za-z0-9%+/=_-]{16,})"
     ),
     priority=CONTEXT,
@@ -138,7 +136,7 @@ AZURE_AD_SECRET = Detector(
     name="azure-ad-client-secret",
     kind="AZURE_CLIENT_SECRET",
     prefilter=(r"[A-Za-z0-9_~.]{3}[0-9]Q~[A-Za-z0-9_~.-]{31}",),
-    pattern=re.compile(
+    pattern=LazyRegex(
         r"(?<![A-Za-z0-9_~.-])(?P<s>[A-Za-z0-9_~.]{3}\dQ~[A-Za-z0-9_~.-]{31,34})(?![A-Za-z0-9_~.-])"
     ),
     priority=FORMAT,

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from traintriage.ingest.mask.model import Detector
+from traintriage.ingest.mask.model import Detector, LazyRegex
 
 _LABEL = r"-----BEGIN [A-Z0-9 ]{0,40}?PRIVATE KEY(?: BLOCK)?-----"
 
@@ -19,7 +19,7 @@ PRIVATE_KEY = Detector(
     name="private-key",
     kind="PRIVATE_KEY",
     prefilter=(r"-----BEGIN [A-Z0-9 ]{0,40}PRIVATE KEY",),
-    pattern=re.compile(
+    pattern=LazyRegex(
         _LABEL + r"(?:\\[rn]|[ \t])*(?P<s>[A-Za-z0-9+/=][^\"'\n]*?)"
         r"(?=(?:\\[rn])?-----END|\\?[\"']|$)"
     ),

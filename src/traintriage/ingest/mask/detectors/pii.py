@@ -9,7 +9,6 @@ scopes (``c10::``) and PCI bus ids are not addresses and stay.
 from __future__ import annotations
 
 import ipaddress
-import re
 
 from traintriage.ingest.mask.detectors._syntax import ASSIGN, KEY_CLOSE, OPEN
 from traintriage.ingest.mask.filters import (
@@ -22,7 +21,7 @@ from traintriage.ingest.mask.filters import (
     is_service_user,
     is_version_context,
 )
-from traintriage.ingest.mask.model import Candidate, Detector
+from traintriage.ingest.mask.model import Candidate, Detector, LazyRegex
 
 _OCTET = r"(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])"
 
@@ -54,7 +53,7 @@ EMAIL = Detector(
     name="email",
     kind="EMAIL",
     prefilter=(r"[A-Za-z0-9._%+-]@[A-Za-z0-9-]+\.[A-Za-z]{2}",),
-    pattern=re.compile(
+    pattern=LazyRegex(
         r"(?<![A-Za-z0-9._%+-])(?P<s>[A-Za-z0-9][A-Za-z0-9._%+-]{0,63}@[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
         r"(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*\.[A-Za-z]{2,24})(?![A-Za-z0-9-])"
     ),
@@ -68,7 +67,7 @@ IPV4 = Detector(
     name="ipv4",
     kind="IP",
     prefilter=(r"[0-9]\.[0-9]{1,3}\.[0-9]{1,3}\.[0-9]",),
-    pattern=re.compile(r"(?<![0-9.])(?P<s>" + _OCTET + r"(?:\." + _OCTET + r"){3})(?![0-9]|\.[0-9])"),
+    pattern=LazyRegex(r"(?<![0-9.])(?P<s>" + _OCTET + r"(?:\." + _OCTET + r"){3})(?![0-9]|\.[0-9])"),
     priority=30,
     filters=(is_glued_to_word, is_version_context, is_reserved_ipv4),
     doc="IPv4 addresses; ports, CIDR suffixes and loopback/netmask addresses stay.",
@@ -78,7 +77,7 @@ IPV4_HOSTNAME = Detector(
     name="ipv4-in-hostname",
     kind="IP",
     prefilter=(r"ip-[0-9]{1,3}-[0-9]{1,3}-[0-9]{1,3}-[0-9]",),
-    pattern=re.compile(r"(?<![A-Za-z0-9-])ip-(?P<s>[0-9]{1,3}-[0-9]{1,3}-[0-9]{1,3}-[0-9]{1,3})(?![0-9-])"),
+    pattern=LazyRegex(r"(?<![A-Za-z0-9-])ip-(?P<s>[0-9]{1,3}-[0-9]{1,3}-[0-9]{1,3}-[0-9]{1,3})(?![0-9-])"),
     priority=31,
     filters=(_not_ipv4,),
     normalize=_dashed_ipv4_identity,
@@ -89,7 +88,7 @@ IPV6 = Detector(
     name="ipv6",
     kind="IP",
     prefilter=(r"[0-9A-Fa-f]::[0-9A-Fa-f]", r"(?:[0-9A-Fa-f]{1,4}:){7}[0-9A-Fa-f]"),
-    pattern=re.compile(
+    pattern=LazyRegex(
         r"(?<![\w.])(?P<s>[0-9A-Fa-f]{0,4}(?::[0-9A-Fa-f]{0,4}){2,7}(?:%[A-Za-z0-9_.]{1,16})?)(?![\w:.])"
     ),
     priority=30,
@@ -105,7 +104,7 @@ MAC = Detector(
         r"[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}",
         r"[0-9A-Fa-f]{2}-[0-9A-Fa-f]{2}-[0-9A-Fa-f]{2}-[0-9A-Fa-f]{2}-[0-9A-Fa-f]{2}-[0-9A-Fa-f]{2}",
     ),
-    pattern=re.compile(
+    pattern=LazyRegex(
         r"(?<![0-9A-Fa-f:.-])(?P<s>[0-9A-Fa-f]{2}(?P<sep>[:-])[0-9A-Fa-f]{2}(?:(?P=sep)[0-9A-Fa-f]{2}){4}"
         r"(?:(?P=sep)[0-9A-Fa-f]{2}){0,14})(?![0-9A-Fa-f:-])"
     ),
@@ -123,7 +122,7 @@ HOME_PATH_USER = Detector(
         r"/(?:home|Users|users|var/mail|var/spool/mail)/[A-Za-z0-9_]",
         r"[A-Za-z]:(?:\\\\|\\|/)(?:Users|Documents and Settings)",
     ),
-    pattern=re.compile(
+    pattern=LazyRegex(
         r"/(?:home|Users|users|var/mail|var/spool/mail)/(?P<s>" + _USER_CHARS + r")(?![A-Za-z0-9._-])"
         r"|(?i:[A-Z]:(?:\\\\|\\|/)(?:Users|Documents and Settings)(?:\\\\|\\|/))(?P<s2>[^\\/\s'\":*?<>|]{1,64})"
     ),
@@ -140,7 +139,7 @@ USER_FIELD = Detector(
         r"(?:USER|LOGNAME|USERNAME|USER_NAME|user|username|user_name|login_user|owner)(?:\\?[\"'`])?\]?[ \t]{0,3}[:=]",
         r"[ug]id=[0-9]+\(",
     ),
-    pattern=re.compile(
+    pattern=LazyRegex(
         r"(?<![\w-])(?:(?:[A-Z][A-Z0-9]*_)*(?:USER|LOGNAME|USERNAME|USER_NAME)|user|username|user_name|login_user"
         r"|owner)" + KEY_CLOSE + ASSIGN + OPEN + r"(?P<s>[A-Za-z_][A-Za-z0-9._-]{1,63})(?![A-Za-z0-9._@-])"
         r"|\b[ug]id=[0-9]+\((?P<s2>[A-Za-z_][A-Za-z0-9._-]{0,63})\)"
@@ -161,7 +160,7 @@ SSH_USER = Detector(
         r"@[A-Za-z0-9.-]+: Permission denied",
         r"@[A-Za-z0-9.-]+:[~/][^ \t\n$#]*[$#]",
     ),
-    pattern=re.compile(
+    pattern=LazyRegex(
         r"(?<![\w.@-])(?P<s>[A-Za-z_][A-Za-z0-9._-]{0,31})@(?=(?:[0-9]{1,3}\.){3}[0-9]{1,3}(?![0-9.])"
         r"|\[?[0-9A-Fa-f]{1,4}:[0-9A-Fa-f:]+\]?)"
         r"|\bssh\b[^\n@]{0,200}?[ \t](?P<s2>[A-Za-z_][A-Za-z0-9._-]{0,31})@[A-Za-z0-9.-]+"

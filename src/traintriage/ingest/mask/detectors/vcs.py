@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from traintriage.ingest.mask.model import Detector
+from traintriage.ingest.mask.model import Detector, LazyRegex
 
 FORMAT = 100
 
@@ -16,7 +16,7 @@ GITHUB_TOKEN = Detector(
     name="github-token",
     kind="GITHUB_TOKEN",
     prefilter=(r"gh[pousr]_[A-Za-z0-9]{36}", r"github_pat_[A-Za-z0-9_]{22}"),
-    pattern=re.compile(
+    pattern=LazyRegex(
         r"(?<![A-Za-z0-9_])(?P<s>gh[pousr]_[A-Za-z0-9]{36,251}|github_pat_[A-Za-z0-9_]{22,255})(?![A-Za-z0-9])"
     ),
     priority=FORMAT,
@@ -30,7 +30,7 @@ GITLAB_TOKEN = Detector(
         r"gl(?:pat|dt|ptt|rt|cbt|ft|imt|oas|soat|agent|ffct)-[A-Za-z0-9_-]{20}",
         r"GR1348941[A-Za-z0-9_-]{20}",
     ),
-    pattern=re.compile(
+    pattern=LazyRegex(
         r"(?<![A-Za-z0-9_-])(?P<s>gl(?:pat|dt|ptt|rt|cbt|ft|imt|oas|soat|agent|ffct)-[A-Za-z0-9_-]{20,300}"
         r"(?:\.[0-9a-z]{2}[0-9a-z]{7})?|GR1348941[A-Za-z0-9_-]{20,})(?![A-Za-z0-9_-])"
     ),
@@ -42,7 +42,7 @@ SLACK_TOKEN = Detector(
     name="slack-token",
     kind="SLACK_TOKEN",
     prefilter=(r"xox[abposer]-[A-Za-z0-9-]{10}", r"xapp-[0-9]-[A-Za-z0-9-]{10}"),
-    pattern=re.compile(
+    pattern=LazyRegex(
         r"(?<![A-Za-z0-9_-])(?P<s>(?:xox[abposer]|xapp)-[A-Za-z0-9-]{10,255})(?![A-Za-z0-9_-])"
     ),
     priority=FORMAT,
@@ -64,7 +64,7 @@ WEBHOOK = Detector(
         r"discord(?:app)?\.com/api/webhooks/",
         r"\.webhook\.office\.com/webhookb2/",
     ),
-    pattern=re.compile(
+    pattern=LazyRegex(
         r"hooks\.slack\.com/(?:services|workflows|triggers)/(?P<s>[A-Za-z0-9+/_-]{16,})"
         r"|discord(?:app)?\.com/api/webhooks/(?P<s2>\d+/[A-Za-z0-9_-]{16,})"
         r"|\.webhook\.office\.com/webhookb2/(?P<s3>[A-Za-z0-9@/_-]{32,})"

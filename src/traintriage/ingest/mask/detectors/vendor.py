@@ -7,11 +7,9 @@ that names them (``WANDB_API_KEY=``, ``wandb login``, ``comet_api_key=``).
 
 from __future__ import annotations
 
-import re
-
 from traintriage.ingest.mask.detectors._syntax import ASSIGN, HS_ASSIGN, HS_KEY_CLOSE, KEY_CLOSE, OPEN
 from traintriage.ingest.mask.filters import is_placeholder, is_reference
-from traintriage.ingest.mask.model import Detector
+from traintriage.ingest.mask.model import Detector, LazyRegex
 
 FORMAT = 100
 CONTEXT = 85
@@ -20,7 +18,7 @@ HF_TOKEN = Detector(
     name="hf-token",
     kind="HF_TOKEN",
     prefilter=(r"hf_[A-Za-z0-9]{30}", r"api_org_[A-Za-z0-9]{30}"),
-    pattern=re.compile(r"(?<![A-Za-z0-9_])(?P<s>(?:hf|api_org)_[A-Za-z0-9]{30,64})(?![A-Za-z0-9])"),
+    pattern=LazyRegex(r"(?<![A-Za-z0-9_])(?P<s>(?:hf|api_org)_[A-Za-z0-9]{30,64})(?![A-Za-z0-9])"),
     priority=FORMAT,
     doc="Hugging Face user and organisation access tokens (hf_..., api_org_...).",
 )
@@ -29,7 +27,7 @@ OPENAI_KEY = Detector(
     name="openai-key",
     kind="OPENAI_KEY",
     prefilter=(r"sk-(?:proj|svcacct|admin|None)-[A-Za-z0-9_-]{30}", r"sk-[A-Za-z0-9]{32}", r"T3BlbkFJ"),
-    pattern=re.compile(
+    pattern=LazyRegex(
         r"(?<![\w-])(?P<s>sk-(?:(?:proj|svcacct|admin|None)-[A-Za-z0-9_-]{30,}"
         r"|[A-Za-z0-9_-]{8,}T3BlbkFJ[A-Za-z0-9_-]{8,}|[A-Za-z0-9]{32,}))(?![\w-])"
     ),
@@ -41,7 +39,7 @@ ANTHROPIC_KEY = Detector(
     name="anthropic-key",
     kind="ANTHROPIC_KEY",
     prefilter=(r"sk-ant-",),
-    pattern=re.compile(r"(?<![\w-])(?P<s>sk-ant-[a-z]{2,12}\d{0,3}-[A-Za-z0-9_-]{32,})(?![\w-])"),
+    pattern=LazyRegex(r"(?<![\w-])(?P<s>sk-ant-[a-z]{2,12}\d{0,3}-[A-Za-z0-9_-]{32,})(?![\w-])"),
     priority=FORMAT + 1,
     doc="Anthropic API and admin keys (sk-ant-api03-..., sk-ant-admin01-...).",
 )
@@ -56,7 +54,7 @@ WANDB_KEY = Detector(
         r"wandb[ \t]+login",
         r"wandb\.login\(",
     ),
-    pattern=re.compile(
+    pattern=LazyRegex(
         r"(?i:wandb[\w.-]{0,30}?(?:key|token))(?:"
         + KEY_CLOSE
         + ASSIGN
@@ -80,7 +78,7 @@ NEPTUNE_TOKEN = Detector(
     name="neptune-token",
     kind="NEPTUNE_TOKEN",
     prefilter=(r"eyJhcGlf", r"neptune[A-Za-z0-9_.-]{0,30}token"),
-    pattern=re.compile(
+    pattern=LazyRegex(
         r"(?<![A-Za-z0-9+/])(?P<s>eyJhcGlf[A-Za-z0-9+/_-]{16,}={0,2})"
         r"|(?i:neptune[\w.-]{0,30}?token)(?:"
         + KEY_CLOSE
@@ -100,7 +98,7 @@ COMET_KEY = Detector(
     name="comet-key",
     kind="COMET_KEY",
     prefilter=(r"comet[A-Za-z0-9_.-]{0,30}key",),
-    pattern=re.compile(
+    pattern=LazyRegex(
         r"(?i:comet[\w.-]{0,30}?key)(?:"
         + KEY_CLOSE
         + ASSIGN

@@ -7,8 +7,6 @@ detect-secrets (BasicAuthDetector, JwtTokenDetector).
 
 from __future__ import annotations
 
-import re
-
 from traintriage.ingest.mask.detectors._syntax import ASSIGN, HS_ASSIGN, HS_KEY_CLOSE, KEY_CLOSE, OPEN
 from traintriage.ingest.mask.detectors.naming import kind_from_key_group
 from traintriage.ingest.mask.filters import (
@@ -18,13 +16,13 @@ from traintriage.ingest.mask.filters import (
     is_reference,
     shorter_than,
 )
-from traintriage.ingest.mask.model import Detector
+from traintriage.ingest.mask.model import Detector, LazyRegex
 
 JWT = Detector(
     name="jwt",
     kind="JWT",
     prefilter=(r"eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8}",),
-    pattern=re.compile(
+    pattern=LazyRegex(
         r"(?<![A-Za-z0-9_-])(?P<s>eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}(?:\.[A-Za-z0-9_-]*){1,3}={0,2})"
         r"(?![A-Za-z0-9_-])"
     ),
@@ -49,7 +47,7 @@ AUTH_HEADER = Detector(
         + HS_KEY_CLOSE
         + HS_ASSIGN,
     ),
-    pattern=re.compile(
+    pattern=LazyRegex(
         r"(?i:(?:proxy-)?authorization)" + KEY_CLOSE + ASSIGN + OPEN + r"(?:" + _SCHEMES + r"[ \t]+)?"
         r"(?P<s>(?!AWS4-HMAC)[A-Za-z0-9._~+/=:-]{8,})"
         r"|" + _HEADER_NAMES + KEY_CLOSE + ASSIGN + OPEN + r"(?P<s2>[A-Za-z0-9._~+/=-]{8,})"
@@ -65,7 +63,7 @@ URL_CREDENTIALS = Detector(
     name="url-credentials",
     kind="URL_PASSWORD",
     prefilter=(r"://[^ \t\n/?#@'\"<>]*:[^ \t\n/?#'\"<>]*@", r"://[A-Za-z0-9_.~-]{20}[A-Za-z0-9_.~-]*@"),
-    pattern=re.compile(
+    pattern=LazyRegex(
         r"(?i:\b[a-z][a-z0-9+.-]{1,20})://(?:[^\s:/?#@'\"<>\\]{0,128}):(?P<s>[^\s/?#'\"<>\\]{1,256})@(?=[\w\[.-])"
         r"|(?i:\b[a-z][a-z0-9+.-]{1,20})://(?P<s2>[A-Za-z0-9_.~-]{20,128})@(?=[\w\[.-])"
     ),
@@ -84,7 +82,7 @@ URL_PARAM = Detector(
     name="url-secret-parameter",
     kind="TOKEN",
     prefilter=(r"[?&;](?:" + _PARAM_KEYS + r")=",),
-    pattern=re.compile(r"[?&;](?P<k>(?i:" + _PARAM_KEYS + r"))=(?P<s>[^&\s'\"#<>\\]{6,})"),
+    pattern=LazyRegex(r"[?&;](?P<k>(?i:" + _PARAM_KEYS + r"))=(?P<s>[^&\s'\"#<>\\]{6,})"),
     priority=60,
     caseless_prefilter=True,
     filters=(is_placeholder, is_reference, is_plain_word, is_number),
@@ -103,7 +101,7 @@ CLI_PASSWORD = Detector(
         r"curl[^\n]*[ \t](?:-u|--user)[ \t=]",
         r"mysql[^\n]*[ \t]-p[^ \t\n]",
     ),
-    pattern=re.compile(
+    pattern=LazyRegex(
         r"(?i:\bpassword)[ \t]+(?P<s>[^\s'\"]+)[ \t]*$"
         r"|(?i:\blogin)[ \t]+[^\s]+[ \t]+(?i:password)[ \t]+(?P<s2>[^\s'\"]+)"
         r"|\blogin\b[^\n]{0,200}?[ \t](?:-p|--password)(?:[ \t]+|=)['\"]?(?P<s3>[^\s'\"]+)"
