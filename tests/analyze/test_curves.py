@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from traintriage.analyze import curves
 from traintriage.parse.metrics import MetricPoint
 
@@ -46,3 +48,17 @@ def test_single_amp_warmup_nan_recovers() -> None:
     series = _series([float("nan")] + [2.0] * 10)
     finding = curves.first_nonfinite(series)
     assert finding is not None and curves.recovered_after(series, finding)
+
+
+def test_median_matches_the_statistics_module() -> None:
+    import random
+    import statistics
+
+    from traintriage.analyze.middle import median
+
+    rng = random.Random(7)
+    for size in range(1, 40):
+        values = [rng.uniform(-5, 5) for _ in range(size)]
+        assert median(values) == statistics.median(values)
+    with pytest.raises(ValueError):
+        median([])

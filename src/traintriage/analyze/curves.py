@@ -10,8 +10,8 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from dataclasses import dataclass
-from statistics import median
 
+from traintriage.analyze.middle import median
 from traintriage.parse.metrics import MetricPoint
 
 ROLLING = 20

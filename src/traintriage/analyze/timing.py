@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from statistics import median
 
+from traintriage.analyze.middle import median
 from traintriage.analyze.observations import Observation
 from traintriage.analyze.ranks import named_faulty_rank, watchdog_laggard
 from traintriage.analyze.scoring import Candidate

@@ -12,9 +12,8 @@ from enum import Enum
 from typing import TYPE_CHECKING, Annotated
 from urllib.parse import urlsplit
 
-from annotated_types import Interval, MinLen, Predicate
-
 if TYPE_CHECKING:
+    from annotated_types import Interval, MinLen, Predicate
     from pydantic import TypeAdapter
 
 _KEBAB = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
@@ -24,9 +23,20 @@ def is_kebab_case(value: str) -> bool:
     return _KEBAB.fullmatch(value) is not None
 
 
-Text = Annotated[str, MinLen(1)]
-KebabId = Annotated[str, Predicate(is_kebab_case)]
-NonEmpty = MinLen(1)
+if TYPE_CHECKING:
+    Text = Annotated[str, MinLen(1)]
+    KebabId = Annotated[str, Predicate(is_kebab_case)]
+    NonEmpty = MinLen(1)
+
+
+def _constraint_names() -> dict[str, object]:
+    """Text, KebabId and the constraint types appear only in (string) annotations, so a
+    diagnosis never imports annotated_types; pydantic resolves them in this module's
+    namespace, where `validate_entry` puts them first."""
+    from annotated_types import Interval, MinLen, Predicate
+
+    return {"Interval": Interval, "MinLen": MinLen, "NonEmpty": MinLen(1), "Text": Annotated[str, MinLen(1)],
+            "KebabId": Annotated[str, Predicate(is_kebab_case)]}
 
 
 class Category(str, Enum):
@@ -218,5 +228,6 @@ def _entry_adapter() -> TypeAdapter[Entry]:
     if not _ADAPTER:
         from pydantic import TypeAdapter
 
+        globals().update(_constraint_names())
         _ADAPTER.append(TypeAdapter(Entry))
     return _ADAPTER[0]

@@ -8,19 +8,20 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
-from typing import Annotated
-
-from annotated_types import Ge, Interval, MaxLen
+from typing import TYPE_CHECKING, Annotated
 
 from traintriage.plain import plain
+
+if TYPE_CHECKING:
+    from annotated_types import Ge, Interval, MaxLen
 
 SCHEMA_ID = "traintriage.diagnosis/1"
 
 # Plain dataclasses, not pydantic models: importing pydantic costs more start-up time than a
 # small diagnosis. pydantic still reads these classes (constraints, attribute docstrings and
-# this config) to write and check the JSON Schema.
+# this config) to write and check the JSON Schema. The constraint types appear only in the
+# (string) annotations, so that a diagnosis does not import annotated_types either.
 _CONFIG = {"extra": "forbid", "use_attribute_docstrings": True}
-Confidence = Annotated[float, Interval(ge=0.0, le=1.0)]
 
 
 class Status(str, Enum):
@@ -57,7 +58,7 @@ class RootCause:
     title: str
     category: str
     severity: str
-    confidence: Confidence
+    confidence: Annotated[float, Interval(ge=0.0, le=1.0)]
     summary: str
     evidence: list[Evidence]
     exception: str | None = None
@@ -68,7 +69,7 @@ class RootCause:
 class Candidate:
     __pydantic_config__ = _CONFIG
     id: str
-    confidence: Confidence
+    confidence: Annotated[float, Interval(ge=0.0, le=1.0)]
 
 
 @dataclass(kw_only=True)
@@ -170,8 +171,10 @@ SCHEMA_PATH = Path(__file__).with_name("diagnosis.schema.json")
 
 def diagnosis_json_schema() -> dict[str, object]:
     """The JSON Schema of the output contract, as shipped in diagnosis.schema.json."""
+    from annotated_types import Ge, Interval, MaxLen
     from pydantic import TypeAdapter
 
+    globals().update(Ge=Ge, Interval=Interval, MaxLen=MaxLen)  # pydantic resolves annotations here
     schema = TypeAdapter(Diagnosis).json_schema(mode="serialization")
     schema["$id"] = "urn:traintriage:schema:diagnosis:1"
     schema["title"] = "traintriage diagnosis (schema traintriage.diagnosis/1)"
