@@ -35,13 +35,13 @@ def keep_freed_buffers() -> None:
 
     Every chunk is a fresh 4 MB object; by default glibc maps and unmaps each one, and the
     page faults on fresh pages cost ~0.2 s per GB scanned (measured: 105k minor faults per GB,
-    10k with this). mallopt(3): M_MMAP_THRESHOLD=-3, M_TRIM_THRESHOLD=-1. No-op off glibc.
+    10k with this). mallopt(3): M_MMAP_THRESHOLD=-3, M_TRIM_THRESHOLD=-1. Called in our own
+    worker processes only: a library must not retune its caller's allocator. No-op off glibc.
     """
     import ctypes
-    import ctypes.util
 
     try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        libc = ctypes.CDLL(None)
         libc.mallopt(-3, 64 << 20)
         libc.mallopt(-1, 256 << 20)
     except (OSError, AttributeError):
@@ -138,8 +138,6 @@ def scan_sources(
     workers = jobs or os.cpu_count() or 1
     total = sum(s.size or 0 for s in sources)
     scanner = load_scanner()
-    if total >= MIN_BYTES_FOR_PROCESSES:
-        keep_freed_buffers()
     if workers <= 1 or total < MIN_BYTES_FOR_PROCESSES or any(s.path is None for s in sources):
         budget = metric_budget(len(sources))
         scans = [scan_source(i, s, scanner, mask_key, metric_budget=budget, on_bytes=on_bytes)
@@ -159,7 +157,8 @@ def scan_sources(
 
     context = multiprocessing.get_context("fork")
     results: list[SourceScan] = []
-    with ProcessPoolExecutor(max_workers=min(workers, len(jobs_list)), mp_context=context) as pool:
+    with ProcessPoolExecutor(max_workers=min(workers, len(jobs_list)), mp_context=context,
+                             initializer=keep_freed_buffers) as pool:
         for result in pool.map(_scan_one, jobs_list, chunksize=max(1, len(jobs_list) // (workers * 4))):
             results.append(result)
             if on_bytes is not None:
