@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import re
+from functools import cache
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -80,8 +81,8 @@ def test_mask_line_never_raises(line: str) -> None:
     assert output.count("\n") == line.count("\n")
 
 
-def _state_lines(data: bytes) -> set[int]:
-    """The line starts the scanner's pass would hand over: where a state prefilter fires."""
+@cache
+def _state_database() -> object:
     import hyperscan
 
     patterns = state_prefilters()
@@ -90,8 +91,13 @@ def _state_lines(data: bytes) -> set[int]:
         expressions=[p.encode() for p, _, _ in patterns], ids=list(range(len(patterns))), elements=len(patterns),
         flags=[hyperscan.HS_FLAG_CASELESS if caseless else 0 for _, caseless, _ in patterns],
     )
+    return database
+
+
+def _state_lines(data: bytes) -> set[int]:
+    """The line starts the scanner's pass would hand over: where a state prefilter fires."""
     ends: list[int] = []
-    database.scan(data, match_event_handler=lambda i, s, end, f, c: ends.append(end))
+    _state_database().scan(data, match_event_handler=lambda i, s, end, f, c: ends.append(end))  # type: ignore[attr-defined]
     return {data.rfind(b"\n", 0, max(end - 1, 0)) + 1 for end in ends}
 
 
