@@ -106,3 +106,11 @@ def test_a_log_with_some_invalid_utf8_is_text(tmp_path: Path) -> None:
     path = tmp_path / "job.log"
     path.write_bytes(b"step 1 loss 2.0 \xff\xfe caf\xe9\n" * 100)
     assert discover([str(path)])
+
+
+def test_a_job_folder_reads_its_logs_not_its_training_script(tmp_path: Path) -> None:
+    (tmp_path / "rank0.log").write_text("step 1 loss 2.0\n")
+    (tmp_path / "train.py").write_text('raise RuntimeError("CUDA error: an illegal memory access was encountered")\n')
+    (tmp_path / "kernels.cu").write_text('printf("CUDA error: out of memory");\n')
+    assert [Path(s.name).name for s in discover([str(tmp_path)])] == ["rank0.log"]
+    assert [Path(s.name).name for s in discover([str(tmp_path / "train.py")])] == ["train.py"]

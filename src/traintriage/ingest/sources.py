@@ -25,7 +25,10 @@ _COMPRESSED = frozenset({".gz", ".bz2", ".xz", ".lzma", ".zst"})
 _BINARY_MAGIC = (b"\x7fELF", b"\x89PNG", b"PK\x03\x04", b"\x80\x02", b"\x80\x04", b"\x80\x05", b"\xff\xd8\xff",
                  b"GIF8", b"%PDF", b"\x93NUMPY", b"SQLite format 3", b"\xca\xfe\xba\xbe")
 _CONTROL = tuple(c for c in range(32) if c not in (9, 10, 12, 13, 27))
-_SKIPPED_SUFFIXES = frozenset({".json", ".pt", ".bin", ".safetensors", ".pkl", ".npy", ".png", ".jpg", ".pyc"})
+# In a directory, files that are not logs: checkpoints and data, and source code (a job folder
+# often holds the training script, whose error strings would read as failures).
+_SKIPPED_SUFFIXES = frozenset({".json", ".pt", ".bin", ".safetensors", ".pkl", ".npy", ".png", ".jpg", ".pyc",
+                               ".py", ".pyi", ".ipynb", ".c", ".cc", ".cpp", ".h", ".hpp", ".cu", ".cuh"})
 
 _RANK_IN_NAME = (
     re.compile(r"attempt_\d+/(\d+)/(?:stdout|stderr)\.log$"),
