@@ -33,7 +33,7 @@ def test_public_api_is_pinned() -> None:
     assert sorted(mask_api.__all__) == ["ALL_DETECTORS", "Candidate", "Detector", "Masker", "mask_stream", "state_prefilters"]
     assert list(inspect.signature(Masker.mask_line).parameters) == ["self", "line"]
     assert list(inspect.signature(Masker.mask_chunk).parameters) == ["self", "chunk"]
-    assert list(inspect.signature(Masker.mask_lines).parameters) == ["self", "chunk", "wanted", "state_lines"]
+    assert list(inspect.signature(Masker.mask_lines).parameters) == ["self", "chunk", "wanted", "state_lines", "limit"]
     assert list(inspect.signature(mask_stream).parameters) == ["src", "dst", "chunk_size"]
     assert inspect.signature(mask_stream).parameters["chunk_size"].default == 8 << 20
 

@@ -100,3 +100,36 @@ def test_non_finite_values_outside_metrics_do_not_crowd_out_a_nan_loss(tmp_path:
     nonfinite = set(load_scanner().by_internal(Internal.metric_nonfinite))
     flagged = [h.line for s in result.scans for h in s.hits if nonfinite.intersection(h.patterns)]
     assert flagged == [402, 403]
+
+
+@pytest.mark.parametrize("mask", [True, False])
+def test_results_do_not_depend_on_the_chunk_size(tmp_path: Path, mask: bool) -> None:
+    """The reader refills one buffer in place; whatever the chunk size, hits, their context,
+    line numbers, curve samples and the tail must be the same, and nothing from an earlier fill
+    may leak into a shorter last line."""
+    from traintriage.ingest.sources import discover
+    from traintriage.match.compiler import load_scanner
+    from traintriage.match.scan import scan_source
+
+    lines = []
+    for i in range(120):
+        lines.append(f"[rank{i % 4}]: \x1b[32mstep {i} loss {2.0 - i / 500:.3f}\x1b[0m from 10.1.2.{i % 5 + 1} " + "x" * (i % 90))
+        if i % 37 == 0:
+            lines.append("[rank1]: Traceback (most recent call last):")
+            lines.append(f'[rank1]:   File "/home/jdoe/train.py", line {i}, in step')
+    lines.append("[rank2]: RuntimeError: CUDA error: an illegal memory access was encountered")  # no newline
+    path = tmp_path / "job.log"
+    path.write_text("\n".join(lines))
+    source = discover([str(path)])[0]
+    key = b"k" * 32 if mask else None
+
+    def summary(chunk_size: int) -> tuple[object, ...]:
+        scan = scan_source(0, source, load_scanner(), mask_key=key, chunk_size=chunk_size)
+        hits = [(h.line, h.text, tuple(h.before), tuple(h.after), tuple(h.patterns)) for h in scan.hits]
+        return scan.lines, hits, [(p.line, p.loss) for p in scan.metrics], scan.tail
+
+    whole = summary(1 << 20)
+    assert whole[0] == len(lines)
+    assert whole[1][-1][1] == lines[-1].replace("\x1b[32m", "").replace("\x1b[0m", "")
+    for chunk_size in (64, 300, 4096):
+        assert summary(chunk_size) == whole, chunk_size

@@ -24,40 +24,48 @@ class ReadProblem:
     message: str
 
 
-def iter_chunks(
+def iter_windows(
     stream: ByteStream, name: str, problems: list[ReadProblem], chunk_size: int = CHUNK_SIZE
-) -> Iterator[bytes]:
-    """Yield chunks of whole lines; the last may lack a trailing newline.
+) -> Iterator[tuple[bytearray, int]]:
+    """Yield (buffer, limit): `buffer[:limit]` holds whole lines (the last window may lack a
+    trailing newline). The buffer is one object, refilled in place for the next window, so
+    nothing is allocated or copied per chunk; a caller copies whatever it keeps (slices do).
 
-    Reads go into one reused buffer (a fresh multi-megabyte object per read costs more in page faults
-    than the copy out of the buffer); an unfinished line moves to the buffer's front.
+    An unfinished line moves to the buffer's front; a line longer than the buffer grows it,
+    up to the line cap, where the line is cut.
     """
     buffer = bytearray(chunk_size)
-    view = memoryview(buffer)
     filled = 0
     readinto = getattr(stream, "readinto", None)
     while True:
         if filled == len(buffer):  # one line fills the buffer: grow it, up to the line cap
             if filled >= MAX_LINE:
-                yield bytes(view[:filled])
+                yield buffer, filled
                 filled = 0
             else:
-                view.release()
                 buffer.extend(bytes(min(len(buffer), MAX_LINE - len(buffer))))
-                view = memoryview(buffer)
-        read = _read_into(stream, readinto, view[filled:], name, problems)
+        with memoryview(buffer) as view, view[filled:] as target:
+            read = _read_into(stream, readinto, target, name, problems)
         if not read:
             if filled:
-                yield bytes(view[:filled])
+                yield buffer, filled
             return
         end = filled + read
         cut = buffer.rfind(b"\n", filled, end) + 1
         if cut == 0:
             filled = end
             continue
-        yield bytes(view[:cut])
-        view[: end - cut] = view[cut:end]
+        yield buffer, cut
+        buffer[: end - cut] = buffer[cut:end]
         filled = end - cut
+
+
+def iter_chunks(
+    stream: ByteStream, name: str, problems: list[ReadProblem], chunk_size: int = CHUNK_SIZE
+) -> Iterator[bytes]:
+    """Chunks of whole lines as bytes objects a caller may keep (a copy of each window)."""
+    for buffer, limit in iter_windows(stream, name, problems, chunk_size):
+        yield bytes(memoryview(buffer)[:limit])
 
 
 def _read_into(

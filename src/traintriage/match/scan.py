@@ -11,8 +11,9 @@ import re
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import cast
 
-from traintriage.ingest.chunks import ReadProblem, iter_chunks
+from traintriage.ingest.chunks import CHUNK_SIZE, ReadProblem, iter_windows
 from traintriage.ingest.mask import Masker
 from traintriage.ingest.sources import Source
 from traintriage.match.compiler import CONTEXT_HITS, Scanner
@@ -68,16 +69,20 @@ def decode_line(raw: bytes, hit_offset: int | None = None) -> str:
     return raw.decode("utf-8", "replace")
 
 
-def _line_bounds(chunk: bytes, offset: int) -> tuple[int, int]:
-    start = chunk.rfind(b"\n", 0, offset) + 1
-    end = chunk.find(b"\n", offset)
-    return start, (end if end >= 0 else len(chunk))
-
-
 Span = tuple[int, int]
+Chunk = bytes | bytearray
+"""A chunk of lines: a bytes object, or the reader's reused buffer (see `iter_windows`)."""
 
 
-def _spans_before(chunk: bytes, start: int, count: int) -> list[Span]:
+def _line_bounds(chunk: Chunk, offset: int, limit: int) -> tuple[int, int]:
+    start = chunk.rfind(b"\n", 0, offset) + 1
+    end = chunk.find(b"\n", offset, limit)
+    return start, (end if end >= 0 else limit)
+
+
+
+
+def _spans_before(chunk: Chunk, start: int, count: int) -> list[Span]:
     """Up to `count` lines that end just before offset `start` (a line start), in order."""
     spans: list[Span] = []
     position = start
@@ -89,13 +94,13 @@ def _spans_before(chunk: bytes, start: int, count: int) -> list[Span]:
     return spans
 
 
-def _spans_after(chunk: bytes, end: int, count: int) -> list[Span]:
-    """Up to `count` lines that follow the line ending at offset `end`."""
+def _spans_after(chunk: Chunk, end: int, count: int, limit: int) -> list[Span]:
+    """Up to `count` lines that follow the line ending at offset `end`, before `limit`."""
     spans: list[Span] = []
     position = end + 1
-    while position < len(chunk) and len(spans) < count:
-        following = chunk.find(b"\n", position)
-        following = following if following >= 0 else len(chunk)
+    while position < limit and len(spans) < count:
+        following = chunk.find(b"\n", position, limit)
+        following = following if following >= 0 else limit
         spans.append((position, following))
         position = following + 1
     return spans
@@ -133,32 +138,38 @@ class _SourceScanner:
         self.matches.append((end, pattern))
         return None
 
-    def feed(self, chunk: bytes) -> None:
-        """Scan one chunk of whole lines: one Hyperscan pass finds the signature hits and the
-        lines the masker must see; only the lines kept are masked and decoded."""
-        if b"\x1b" in chunk:
-            chunk = ANSI_ESCAPE.sub(b"", chunk)
+    def feed(self, chunk: Chunk, limit: int) -> None:
+        """Scan `chunk[:limit]`, whole lines: one Hyperscan pass finds the signature hits and
+        the lines the masker must see; only the lines kept are masked and decoded (as copies:
+        the caller reuses the chunk's buffer)."""
+        if chunk.find(b"\x1b", 0, limit) >= 0:
+            chunk = ANSI_ESCAPE.sub(b"", memoryview(chunk)[:limit])
+            limit = len(chunk)
         self.matches.clear()
-        self.scanner.database.scan(chunk, match_event_handler=self.on_match)
-        events, state_lines = _line_events(chunk, self.matches, self.scanner, self.kept, self.result.counts)
-        events.extend((start, stop, _METRIC) for start, stop in self.sampler.spans(chunk))
+        with memoryview(chunk) as view, view[:limit] as lines:
+            self.scanner.database.scan(cast(bytes, lines), match_event_handler=self.on_match)  # any buffer
+        events, state_lines = _line_events(chunk, limit, self.matches, self.scanner, self.kept, self.result.counts)
+        events.extend((start, stop, _METRIC) for start, stop in self.sampler.spans(chunk, limit))
         events.sort()
-        planned = self._plan(chunk, events)
-        tail = _spans_before(chunk, len(chunk) if chunk.endswith(b"\n") else len(chunk) + 1, RECENT_LINES)
+        ends_with_newline = chunk[limit - 1] == _NEWLINE
+        planned = self._plan(chunk, limit, events, ends_with_newline)
+        tail = _spans_before(chunk, limit if ends_with_newline else limit + 1, RECENT_LINES)
         wanted = {span[0] for span in tail}
         for item in planned:
             wanted.add(item.span[0])
             wanted.update(span[0] for span in item.after)
             wanted.update(span[0] for span in item.before or ())
-        masked = self.masker.mask_lines(chunk, wanted, state_lines) if self.masker is not None else None
+        masked = self.masker.mask_lines(chunk, wanted, state_lines, limit) if self.masker is not None else None
 
         def text(span: Span) -> bytes:
-            return masked[span[0]] if masked is not None else chunk[span[0] : span[1]]
+            return masked[span[0]] if masked is not None else bytes(chunk[span[0] : span[1]])
 
         self._materialise(planned, text)
         self.recent = (self.recent + [text(span) for span in tail])[-RECENT_LINES:]
 
-    def _plan(self, chunk: bytes, events: list[tuple[int, int, int]]) -> list[_Planned]:
+    def _plan(
+        self, chunk: Chunk, limit: int, events: list[tuple[int, int, int]], ends_with_newline: bool
+    ) -> list[_Planned]:
         """Number the event lines (one newline count per chunk) and choose which get context."""
         planned: list[_Planned] = []
         counted_to = 0
@@ -175,9 +186,9 @@ class _SourceScanner:
                 self.with_context[pattern] += 1
                 context_line = item.number
                 item.before = _spans_before(chunk, start, CONTEXT_BEFORE)
-                item.after = _spans_after(chunk, stop, CONTEXT_AFTER)
-        self.line_base += lines_before + chunk.count(b"\n", counted_to)
-        if not chunk.endswith(b"\n"):
+                item.after = _spans_after(chunk, stop, CONTEXT_AFTER, limit)
+        self.line_base += lines_before + chunk.count(b"\n", counted_to, limit)
+        if not ends_with_newline:
             self.line_base += 1
         return planned
 
@@ -225,11 +236,11 @@ def scan_source(
     result = state.result
     stream = source.open()
     try:
-        for chunk in iter_chunks(stream, source.name, result.problems, **({"chunk_size": chunk_size} if chunk_size else {})):
-            result.bytes += len(chunk)
+        for chunk, limit in iter_windows(stream, source.name, result.problems, chunk_size or CHUNK_SIZE):
+            result.bytes += limit
             if on_bytes is not None:
-                on_bytes(len(chunk))
-            state.feed(chunk)
+                on_bytes(limit)
+            state.feed(chunk, limit)
     finally:
         if source.path is not None:
             stream.close()
@@ -242,6 +253,7 @@ def scan_source(
 
 
 _METRIC = -1
+_NEWLINE = 10
 PRIME_BYTES = 64 << 10
 
 
@@ -261,7 +273,8 @@ def _primed_masker(source: Source) -> Masker:
 
 
 def _line_events(
-    chunk: bytes, matches: list[tuple[int, int]], scanner: Scanner, kept: dict[int, int], counts: dict[int, int]
+    chunk: Chunk, limit: int, matches: list[tuple[int, int]], scanner: Scanner, kept: dict[int, int],
+    counts: dict[int, int],
 ) -> tuple[list[tuple[int, int, int]], set[int]]:
     """(line start, line stop, pattern) per kept match, one per pattern and line; and the
     starts of the lines where the masker's state prefilters fired."""
@@ -276,13 +289,13 @@ def _line_events(
             continue
         confirm = table[pattern].confirm
         if confirm is not None:
-            start, stop = _line_bounds(chunk, max(end - 1, 0))
+            start, stop = _line_bounds(chunk, max(end - 1, 0), limit)
             if not confirm.search(chunk, start, stop):
                 continue
         counts[pattern] += 1
         if kept[pattern] >= table[pattern].cap:
             continue
-        start, stop = _line_bounds(chunk, max(end - 1, 0))
+        start, stop = _line_bounds(chunk, max(end - 1, 0), limit)
         if (start, pattern) in seen:
             continue
         seen.add((start, pattern))

@@ -110,17 +110,18 @@ class MetricSampler:
         self.stride = max(2 * self.stride, 1024)
         return points[::2]
 
-    def spans(self, chunk: bytes) -> list[tuple[int, int]]:
-        """(start, stop) byte offsets of the sampled lines that mention a loss."""
+    def spans(self, chunk: bytes | bytearray, limit: int | None = None) -> list[tuple[int, int]]:
+        """(start, stop) byte offsets of the sampled lines of `chunk[:limit]` that mention a loss."""
+        limit = len(chunk) if limit is None else limit
         found: list[tuple[int, int]] = []
         position = 0
         while True:
-            hit = chunk.find(b"oss", position)
+            hit = chunk.find(b"oss", position, limit)
             if hit < 1:
                 return found
             start = chunk.rfind(b"\n", 0, hit) + 1
-            stop = chunk.find(b"\n", hit)
-            stop = stop if stop >= 0 else len(chunk)
+            stop = chunk.find(b"\n", hit, limit)
+            stop = stop if stop >= 0 else limit
             position = stop + 1
             if chunk[hit - 1 : hit] in (b"l", b"L"):
                 found.append((start, stop))

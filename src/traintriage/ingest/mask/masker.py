@@ -80,8 +80,10 @@ class Masker:
         out.append(chunk[copied_to:])
         return b"".join(out)
 
-    def mask_lines(self, chunk: bytes, wanted: Iterable[int], state_lines: Iterable[int]) -> dict[int, bytes]:
-        """The masked text of the lines of ``chunk`` that start at the ``wanted`` offsets.
+    def mask_lines(
+        self, chunk: bytes | bytearray, wanted: Iterable[int], state_lines: Iterable[int], limit: int | None = None
+    ) -> dict[int, bytes]:
+        """The masked text of the lines of ``chunk[:limit]`` that start at the ``wanted`` offsets.
 
         For a caller that keeps a few lines of a large chunk (the scanner: hits, context,
         samples, tail). ``state_lines`` must hold every line where a detector that carries
@@ -99,15 +101,16 @@ class Masker:
                 found[start] = masked
 
         if chunk and selected:
-            self._walk(chunk, self._prefilter.scan_lines(chunk, selected), selected, keep)
+            self._walk(chunk, self._prefilter.scan_lines(chunk, selected, limit), selected, keep, limit)
         return found
 
     def _walk(
         self,
-        chunk: bytes,
+        chunk: bytes | bytearray,
         hits: LineHits,
         selected: set[int] | None,
         emit: Callable[[int, int, bytes, bytes], None],
+        limit: int | None = None,
     ) -> None:
         """Mask, in order, the lines that need it: prefilter hits, lines holding a learned value,
         PEM bodies, and every ``selected`` line; ``emit`` hears of each (start, end, raw, masked).
@@ -120,7 +123,7 @@ class Masker:
             return
         heapq.heapify(queue)
         done = -1
-        size = len(chunk)
+        size = len(chunk) if limit is None else limit
         # Values learned in this chunk are searched for later in it lazily and together: lines
         # processed next to each other check them directly; before a stretch of unscanned lines
         # is skipped, one literal scan covers all of them (an env dump teaches several at once).
@@ -137,9 +140,9 @@ class Masker:
                     heapq.heappush(queue, start)
                     continue
                 done = start
-                newline = chunk.find(b"\n", start)
+                newline = chunk.find(b"\n", start, size)
                 end = size if newline < 0 else newline
-                raw = chunk[start:end]
+                raw = bytes(chunk[start:end])  # hashable (the line cache), and a copy the caller may keep
                 learned_bits = learned_hits.get(start, 0)
                 for learned_id in pending:
                     if self._learned_bytes[learned_id] in raw:
@@ -274,7 +277,7 @@ class Masker:
             bits >>= 1
             learned_id += 1
 
-    def _scan_learned(self, chunk: bytes) -> LineHits:
+    def _scan_learned(self, chunk: bytes | bytearray) -> LineHits:
         self._fresh.clear()
         if not self._learned:
             return {}
@@ -285,7 +288,7 @@ class Masker:
 
     def _search_pending(
         self,
-        chunk: bytes,
+        chunk: bytes | bytearray,
         pending: list[int],
         offset: int,
         learned_hits: LineHits,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
+from typing import cast
 
 import hyperscan
 
@@ -26,7 +27,7 @@ class Prefilter:
         self._database = database
         self._scratch = hyperscan.Scratch(database)
 
-    def scan(self, data: bytes, hits: LineHits | None = None) -> LineHits:
+    def scan(self, data: bytes | bytearray, hits: LineHits | None = None) -> LineHits:
         """Map every line of ``data`` that some pattern matched to the ids that matched it."""
         ends: list[tuple[int, int]] = []
         append = ends.append
@@ -34,7 +35,7 @@ class Prefilter:
         def on_match(pattern_id: int, start: int, end: int, flags: int, context: object) -> None:
             append((end, pattern_id))
 
-        self._database.scan(data, match_event_handler=on_match, scratch=self._scratch)
+        self._database.scan(cast(bytes, data), match_event_handler=on_match, scratch=self._scratch)  # any buffer
         lines: LineHits = {} if hits is None else hits
         if not ends:
             return lines
@@ -55,15 +56,15 @@ class Prefilter:
         lines[line_start] = lines.get(line_start, 0) | bits
         return lines
 
-    def scan_lines(self, data: bytes, starts: Iterable[int]) -> LineHits:
-        """``scan`` restricted to the lines of ``data`` that begin at ``starts``: they are
-        scanned together, joined, so a few lines of a big chunk cost a few lines of work."""
-        pieces: list[bytes] = []
+    def scan_lines(self, data: bytes | bytearray, starts: Iterable[int], limit: int | None = None) -> LineHits:
+        """``scan`` restricted to the lines of ``data[:limit]`` that begin at ``starts``: they
+        are scanned together, joined, so a few lines of a big chunk cost a few lines of work."""
+        pieces: list[bytes | bytearray] = []
         origin: dict[int, int] = {}
         offset = 0
-        size = len(data)
+        size = len(data) if limit is None else limit
         for start in sorted(starts):
-            newline = data.find(b"\n", start)
+            newline = data.find(b"\n", start, size)
             end = size if newline < 0 else newline
             origin[offset] = start
             pieces.append(data[start:end])
@@ -122,7 +123,7 @@ class LiteralFilter:
         except hyperscan.error:
             self._prefilter = None
 
-    def scan(self, data: bytes) -> LineHits:
+    def scan(self, data: bytes | bytearray) -> LineHits:
         """Line start -> bitmask of the positions (in ``literals``) of the values on that line."""
         if self._prefilter is not None:
             return self._prefilter.scan(data)
