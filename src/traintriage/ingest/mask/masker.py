@@ -89,8 +89,8 @@ class Masker:
         samples, tail). ``state_lines`` must hold every line where a detector that carries
         state (learns a value, opens a PEM block) may fire: the scanner's own pass finds them
         with ``state_prefilters``. Other lines cannot change what is masked later, so they are
-        skipped; each wanted line comes out as ``mask_chunk`` would give it, up to the numbers
-        in the placeholders.
+        skipped; each wanted line has the spans masked that ``mask_chunk`` would mask (only a
+        placeholder's number, or its kind for a value first seen on a skipped line, may differ).
         """
         wanted_set = set(wanted)
         selected = wanted_set.union(state_lines)
