@@ -133,3 +133,19 @@ def test_results_do_not_depend_on_the_chunk_size(tmp_path: Path, mask: bool) -> 
     assert whole[1][-1][1] == lines[-1].replace("\x1b[32m", "").replace("\x1b[0m", "")
     for chunk_size in (64, 300, 4096):
         assert summary(chunk_size) == whole, chunk_size
+
+
+def test_a_line_cut_at_the_cap_keeps_the_line_numbers_of_the_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An endless line is read in pieces at the line cap; the pieces are one line of the file,
+    so the lines after it keep their real numbers."""
+    from traintriage.ingest import chunks
+    from traintriage.ingest.sources import discover
+    from traintriage.match.compiler import load_scanner
+    from traintriage.match.scan import scan_source
+
+    monkeypatch.setattr(chunks, "MAX_LINE", 4096)
+    path = tmp_path / "job.log"
+    path.write_text("start\n" + "x" * 20000 + "\nRuntimeError: CUDA error: an illegal memory access was encountered\n")
+    scan = scan_source(0, discover([str(path)])[0], load_scanner(), chunk_size=1024)
+    crash = next(h for h in scan.hits if "illegal memory access" in h.text)
+    assert (crash.line, scan.lines) == (3, 3)

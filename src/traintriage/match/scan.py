@@ -132,7 +132,8 @@ class _SourceScanner:
         self.sampler = MetricSampler(source.size, metric_budget)
         self.matches: list[tuple[int, int]] = []
         self.recent: list[bytes] = []
-        self.line_base = 0
+        self.line_base = 0  # lines ended before the current window
+        self.open_line = False  # the last window ended inside a line (cut at the line cap, or the end)
 
     def on_match(self, pattern: int, start: int, end: int, flags: int, context: object) -> bool | None:
         self.matches.append((end, pattern))
@@ -152,7 +153,8 @@ class _SourceScanner:
         events.extend((start, stop, _METRIC) for start, stop in self.sampler.spans(chunk, limit))
         events.sort()
         ends_with_newline = chunk[limit - 1] == _NEWLINE
-        planned = self._plan(chunk, limit, events, ends_with_newline)
+        planned = self._plan(chunk, limit, events)
+        self.open_line = not ends_with_newline
         tail = _spans_before(chunk, limit if ends_with_newline else limit + 1, RECENT_LINES)
         wanted = {span[0] for span in tail}
         for item in planned:
@@ -167,9 +169,7 @@ class _SourceScanner:
         self._materialise(planned, text)
         self.recent = (self.recent + [text(span) for span in tail])[-RECENT_LINES:]
 
-    def _plan(
-        self, chunk: Chunk, limit: int, events: list[tuple[int, int, int]], ends_with_newline: bool
-    ) -> list[_Planned]:
+    def _plan(self, chunk: Chunk, limit: int, events: list[tuple[int, int, int]]) -> list[_Planned]:
         """Number the event lines (one newline count per chunk) and choose which get context."""
         planned: list[_Planned] = []
         counted_to = 0
@@ -188,8 +188,6 @@ class _SourceScanner:
                 item.before = _spans_before(chunk, start, CONTEXT_BEFORE)
                 item.after = _spans_after(chunk, stop, CONTEXT_AFTER, limit)
         self.line_base += lines_before + chunk.count(b"\n", counted_to, limit)
-        if not ends_with_newline:
-            self.line_base += 1
         return planned
 
     def _materialise(self, planned: list[_Planned], text: Callable[[Span], bytes]) -> None:
@@ -244,7 +242,7 @@ def scan_source(
     finally:
         if source.path is not None:
             stream.close()
-    result.lines = state.line_base
+    result.lines = state.line_base + int(state.open_line)
     if masker is not None and mask_key is not None:
         result.placeholders = masker.placeholder_digests(mask_key)
     tail = [decode_line(line) for line in state.recent[-TAIL_LINES:]]
