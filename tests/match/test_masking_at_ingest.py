@@ -149,3 +149,18 @@ def test_a_line_cut_at_the_cap_keeps_the_line_numbers_of_the_file(tmp_path: Path
     scan = scan_source(0, discover([str(path)])[0], load_scanner(), chunk_size=1024)
     crash = next(h for h in scan.hits if "illegal memory access" in h.text)
     assert (crash.line, scan.lines) == (3, 3)
+
+
+def test_a_huge_progress_line_in_the_tail_shows_its_last_state(tmp_path: Path) -> None:
+    """Kept lines are clipped to head and tail when huge; a `\\r` progress bar still shows
+    where it ended."""
+    from traintriage.ingest.sources import discover
+    from traintriage.match.compiler import load_scanner
+    from traintriage.match.scan import scan_source
+
+    bar = "".join(f"\r{i % 100:3d}%|{'#' * (i % 10)}| {i}/50000" for i in range(50000))
+    path = tmp_path / "job.log"
+    path.write_text("start\n" + bar + "\r100%|##########| 50000/50000\n")
+    scan = scan_source(0, discover([str(path)])[0], load_scanner(), mask_key=b"k" * 32)
+    assert scan.tail[-1] == "100%|##########| 50000/50000"
+    assert len(path.read_bytes()) > 1 << 20

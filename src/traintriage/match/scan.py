@@ -25,6 +25,7 @@ CONTEXT_BEFORE = 40
 CONTEXT_AFTER = 12
 TAIL_LINES = 40
 RECENT_LINES = max(TAIL_LINES, CONTEXT_BEFORE)
+RECENT_LINE_BYTES = 64 << 10
 
 
 @dataclass
@@ -72,6 +73,15 @@ def decode_line(raw: bytes, hit_offset: int | None = None) -> str:
 Span = tuple[int, int]
 Chunk = bytes | bytearray
 """A chunk of lines: a bytes object, or the reader's reused buffer (see `iter_windows`)."""
+
+
+def _clipped(line: bytes) -> bytes:
+    """A kept line, cut to its head and tail when huge: only MAX_TEXT bytes of it are ever
+    shown (the head, or the last `\r` segment), and forty 64 MB lines must not stay in memory."""
+    if len(line) <= RECENT_LINE_BYTES:
+        return line
+    half = RECENT_LINE_BYTES // 2
+    return line[:half] + b" ... " + line[-half:]
 
 
 def _line_bounds(chunk: Chunk, offset: int, limit: int) -> tuple[int, int]:
@@ -167,7 +177,7 @@ class _SourceScanner:
             return masked[span[0]] if masked is not None else bytes(chunk[span[0] : span[1]])
 
         self._materialise(planned, text)
-        self.recent = (self.recent + [text(span) for span in tail])[-RECENT_LINES:]
+        self.recent = (self.recent + [_clipped(text(span)) for span in tail])[-RECENT_LINES:]
 
     def _plan(self, chunk: Chunk, limit: int, events: list[tuple[int, int, int]]) -> list[_Planned]:
         """Number the event lines (one newline count per chunk) and choose which get context."""
