@@ -67,14 +67,14 @@ def test_fast_path_and_typer_give_the_same_result(
     assert (fast.code, fast.err) == (typed.code, typed.err)
 
 
-def test_a_plain_diagnose_does_not_import_typer(tmp_path: Path) -> None:
+def test_a_plain_diagnose_loads_no_cli_framework_validation_or_styling(tmp_path: Path) -> None:
     log = tmp_path / "job.log"
     log.write_text(OOM)
     probe = (
         "import sys\nfrom traintriage.cli.entry import run\n"
         f"sys.argv = ['traintriage', 'diagnose', {str(log)!r}]\n"
         "try:\n    run()\nexcept SystemExit as exit:\n    code = exit.code\n"
-        "print(code, 'typer' in sys.modules, 'pydantic' in sys.modules, file=sys.stderr)\n"
+        "print(code, *(name in sys.modules for name in ('typer', 'pydantic', 'rich', 'yaml')), file=sys.stderr)\n"
     )
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=False)
-    assert done.stderr.split()[-3:] == ["1", "False", "False"]
+    assert done.stderr.split()[-5:] == ["1", "False", "False", "False", "False"]
