@@ -1,8 +1,8 @@
-"""The one pipeline every front door calls: sources -> mask -> scan -> place -> analyze.
+"""The one pipeline every front door calls: sources -> scan + mask -> place -> analyze.
 
-Masking happens at ingest: each chunk is masked before the scanner reads it, so every
-line that anything later parses, keeps, stores or shows is already masked (unless a
-local CLI user turns it off). Placeholders are made consistent across sources with
+Masking happens at ingest, in the scanning pass: every line that anything later parses,
+keeps, stores or shows is masked before it is decoded (unless a local CLI user turns it
+off); see docs/MASKING.md. Placeholders are made consistent across sources with
 keyed digests; the key lives only for the run.
 """
 

@@ -1,4 +1,4 @@
-"""Masking happens before the scanner: nothing unmasked reaches hits, context or tail, and one
+"""Masking at ingest: nothing unmasked reaches hits, context, curve samples or tail, and one
 value gets one placeholder across rank files and across the shares of a split file."""
 
 from __future__ import annotations

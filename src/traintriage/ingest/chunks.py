@@ -1,7 +1,8 @@
 """Read a byte stream as large chunks that end on line boundaries.
 
-Scanning big chunks (not lines) is what keeps Python off the hot path. A line longer
-than the hard limit is cut there, so an endless line cannot exhaust memory.
+Scanning big chunks (not lines) is what keeps Python off the hot path; the scanner reads
+windows of one reused buffer (no copy per chunk), other callers get bytes copies. A line
+longer than the hard limit is cut there, so an endless line cannot exhaust memory.
 """
 
 from __future__ import annotations
