@@ -58,6 +58,20 @@ class _Sniffed:
             return head
         return self._rest.read(size)
 
+    def readinto(self, target: memoryview) -> int:
+        """Fill a caller's buffer: the masker reuses one buffer instead of a new block per read."""
+        if self._head:
+            count = min(len(target), len(self._head))
+            target[:count] = self._head[:count]
+            self._head = self._head[count:]
+            return count
+        readinto = getattr(self._rest, "readinto", None)
+        if readinto is None:
+            block = self._rest.read(len(target))
+            target[: len(block)] = block
+            return len(block)
+        return readinto(target) or 0
+
 
 def mask_command(paths: list[str]) -> int:
     """Mask each path (``-`` is stdin) to stdout; return the worst exit code met."""

@@ -26,25 +26,35 @@ class ReadProblem:
 
 
 def iter_windows(
-    stream: ByteStream, name: str, problems: list[ReadProblem], chunk_size: int = CHUNK_SIZE
+    stream: ByteStream,
+    name: str,
+    problems: list[ReadProblem] | None,
+    chunk_size: int = CHUNK_SIZE,
+    *,
+    max_line: int | None = None,
+    cut_long_line: Callable[[bytearray, int], int] | None = None,
 ) -> Iterator[tuple[bytearray, int]]:
     """Yield (buffer, limit): `buffer[:limit]` holds whole lines (the last window may lack a
     trailing newline). The buffer is one object, refilled in place for the next window, so
     nothing is allocated or copied per chunk; a caller copies whatever it keeps (slices do).
 
     An unfinished line moves to the buffer's front; a line longer than the buffer grows it,
-    up to the line cap, where the line is cut.
+    up to `max_line` (MAX_LINE), where the line is cut (where `cut_long_line(buffer, size)` says, or at
+    the cap). A read error ends the input and is noted in `problems`; with None, it is raised.
     """
+    max_line = MAX_LINE if max_line is None else max_line
     buffer = bytearray(chunk_size)
     filled = 0
     readinto = getattr(stream, "readinto", None)
     while True:
         if filled == len(buffer):  # one line fills the buffer: grow it, up to the line cap
-            if filled >= MAX_LINE:
-                yield buffer, filled
-                filled = 0
+            if filled >= max_line:
+                cut = cut_long_line(buffer, filled) if cut_long_line else filled
+                yield buffer, cut
+                buffer[: filled - cut] = buffer[cut:filled]
+                filled -= cut
             else:
-                buffer.extend(bytes(min(len(buffer), MAX_LINE - len(buffer))))
+                buffer.extend(bytes(min(len(buffer), max_line - len(buffer))))
         with memoryview(buffer) as view, view[filled:] as target:
             read = _read_into(stream, readinto, target, name, problems)
         if not read:
@@ -71,7 +81,7 @@ def iter_chunks(
 
 def _read_into(
     stream: ByteStream, readinto: Callable[[memoryview], int | None] | None, target: memoryview,
-    name: str, problems: list[ReadProblem],
+    name: str, problems: list[ReadProblem] | None,
 ) -> int:
     """Fill `target` from the stream; 0 at the end or when the input ends early (noted)."""
     try:
@@ -81,6 +91,8 @@ def _read_into(
         target[: len(block)] = block
         return len(block)
     except Exception as exc:  # EOFError, OSError, or a decompressor's own error type
+        if problems is None:
+            raise
         problems.append(ReadProblem(f"{name}: input ends early ({_describe(exc)}); diagnosed what could be read"))
     return 0
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import BinaryIO
 
+from traintriage.ingest.chunks import iter_windows
 from traintriage.ingest.mask.masker import Masker
 
 CHUNK_SIZE = 8 << 20
@@ -18,29 +19,16 @@ _SEPARATORS = (b" ", b"\t", b",", b";", b"\r")
 
 
 def mask_stream(src: BinaryIO, dst: BinaryIO, chunk_size: int = CHUNK_SIZE) -> None:
-    """Copy ``src`` to ``dst`` with every secret replaced; same lines, same line count."""
+    """Copy ``src`` to ``dst`` with every secret replaced; same lines, same line count.
+    Read errors are raised (the caller names the input)."""
     masker = Masker()
-    max_line = max(MAX_LINE, chunk_size)
-    carry = b""
-    while True:
-        block = src.read(chunk_size)
-        if not block:
-            break
-        data = carry + block if carry else block
-        cut = data.rfind(b"\n") + 1
-        if cut == 0:
-            if len(data) < max_line:
-                carry = data
-                continue
-            cut = _soft_cut(data)
-        dst.write(masker.mask_chunk(data[:cut]))
-        carry = data[cut:]
-    if carry:
-        dst.write(masker.mask_chunk(carry))
+    windows = iter_windows(src, "", None, chunk_size, max_line=max(MAX_LINE, chunk_size), cut_long_line=_soft_cut)
+    for buffer, limit in windows:
+        dst.write(masker.mask_chunk(bytes(memoryview(buffer)[:limit])))
 
 
-def _soft_cut(data: bytes) -> int:
+def _soft_cut(data: bytearray, size: int) -> int:
     """Where to cut an over-long line: just after the last separator near its end."""
-    floor = max(0, len(data) - _CUT_WINDOW)
-    best = max(data.rfind(separator, floor) for separator in _SEPARATORS)
-    return best + 1 if best >= 0 else len(data)
+    floor = max(0, size - _CUT_WINDOW)
+    best = max(data.rfind(separator, floor, size) for separator in _SEPARATORS)
+    return best + 1 if best >= 0 else size
