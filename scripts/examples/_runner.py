@@ -482,7 +482,7 @@ import time
 import torch
 import torch.distributed as dist
 import torch.nn as nn
-from torch.distributed.elastic.multiprocessing.errors import record
+{record_import}
 
 {constants}
 
@@ -498,22 +498,22 @@ class Block(nn.Module):
         return torch.relu(self.proj(x))
 
 
-@record
+{record}
 def main() -> None:
     dist.init_process_group("gloo")
     rank = dist.get_rank()
     torch.manual_seed(0)
     model = nn.parallel.DistributedDataParallel(Block())
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
-
-    for step in range(1, 40 + 1):
+{init_failure}
+    for step in range(1, {steps} + 1):
         x = torch.randn(32, 64)
         loss = model(x, step).pow(2).mean()
         loss.backward()
         opt.step()
         opt.zero_grad(set_to_none=True)
-        if rank == 0 and step % 5 == 0:
-            print(f"step {step}/{40} | loss {loss.item():.4f} | lr 3.0e-04 | grad_norm {1.0 + step / 100:.3f}", flush=True)
+        if rank == 0 and step % {every} == 0:
+            {progress}
         time.sleep(0.05)
     dist.destroy_process_group()
 
@@ -521,10 +521,48 @@ def main() -> None:
 if __name__ == "__main__":
     main()
 '''
-"""A 2-rank DDP job whose FAIL_RANK raises EXC(ERROR) at FAIL_STEP: the exact text a GPU
-error prints, raised on this CPU machine. `{constants}` holds those four assignments."""
+"""A 2-rank DDP job whose FAIL_RANK raises EXC(ERROR) at FAIL_STEP (or, with `fail_at_init`, right
+after setup): the exact text a GPU error prints, raised on this CPU machine."""
+
+# How training logs its progress: plain step lines, HF Trainer dicts, Megatron iteration lines.
+STEP_LINE = 'print(f"step {step}/{40} | loss {loss.item():.4f} | lr 3.0e-04 | grad_norm {1.0 + step / 100:.3f}", flush=True)'
+HF_TRAINER_LINE = (
+    "print(f\"{{'loss': {loss.item():.4f}, 'grad_norm': {0.9 + step / 50:.4f}, 'learning_rate': 2e-05, "
+    "'epoch': {step / 40:.2f}}}\", flush=True)"
+)
+MEGATRON_LINE = (
+    'print(f" iteration {step:8d}/   50000 | consumed samples: {step * 256:12d} | elapsed time per iteration (ms): '
+    "812.4 | learning rate: 1.500E-04 | global batch size:   256 | lm loss: {loss.item():.6E} | loss scale: 1.0 | "
+    'grad norm: 0.912 | number of skipped iterations:   0 | number of nan iterations:   0 |", flush=True)'
+)
+_INIT_FAILURE = """    if FAIL_RANK < 0 or rank == FAIL_RANK:
+        torch.zeros(1)  # model.to(device) / torch.cuda.set_device(local_rank) happens here on a GPU node
+        raise EXC(ERROR)
+"""
 
 
-def raising_ddp_worker(constants: str) -> str:
-    """The worker program for one simulated GPU error (the four constants, verbatim)."""
-    return RAISING_DDP_WORKER.replace("{constants}", constants.strip("\n") + "\n")
+def raising_ddp_worker(
+    constants: str,
+    *,
+    record: bool = True,
+    fail_at_init: bool = False,
+    steps: int = 40,
+    every: int = 5,
+    progress: str = STEP_LINE,
+) -> str:
+    """The worker program for one simulated GPU error: the four constants verbatim; whether
+    torchrun's @record wraps main; whether the failure comes right after setup (every rank when
+    FAIL_RANK < 0) instead of at FAIL_STEP; and how many steps run and how progress is logged."""
+    pieces = {
+        "{record_import}": "from torch.distributed.elastic.multiprocessing.errors import record" if record else "",
+        "{record}": "@record" if record else "",
+        "{init_failure}": _INIT_FAILURE if fail_at_init else "",
+        "{steps}": str(steps),
+        "{every}": str(every),
+        "{progress}": progress,
+        "{constants}": constants.strip("\n") + "\n",
+    }
+    program = RAISING_DDP_WORKER
+    for placeholder, text in pieces.items():
+        program = program.replace(placeholder, text)
+    return program

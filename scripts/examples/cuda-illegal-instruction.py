@@ -14,59 +14,14 @@ Usage: .venv/bin/python scripts/examples/cuda-illegal-instruction.py
 
 from __future__ import annotations
 
-from _runner import torchrun_example
+from _runner import MEGATRON_LINE, raising_ddp_worker, torchrun_example
 
-WORKER = r'''
-import os
-import sys
-import time
-
-import torch
-import torch.distributed as dist
-import torch.nn as nn
-from torch.distributed.elastic.multiprocessing.errors import record
-
+WORKER = raising_ddp_worker(r'''
 FAIL_RANK = 1
 FAIL_STEP = 23
 ERROR = "CUDA error: an illegal instruction was encountered\nSearch for `cudaErrorIllegalInstruction' in https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html for more information.\nCUDA kernel errors might be asynchronously reported at some other API call, so the stacktrace below might be incorrect.\nFor debugging consider passing CUDA_LAUNCH_BLOCKING=1\nCompile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.\n"
 EXC = torch.AcceleratorError
-
-
-class Block(nn.Module):
-    def __init__(self) -> None:
-        super().__init__()
-        self.proj = nn.Linear(64, 64)
-
-    def forward(self, x: torch.Tensor, step: int) -> torch.Tensor:
-        if dist.get_rank() == FAIL_RANK and step == FAIL_STEP:
-            # What the CUDA/cuBLAS/cuDNN check raises on the GPU at this point.
-            raise EXC(ERROR)
-        return torch.relu(self.proj(x))
-
-
-@record
-def main() -> None:
-    dist.init_process_group("gloo")
-    rank = dist.get_rank()
-    torch.manual_seed(0)
-    model = nn.parallel.DistributedDataParallel(Block())
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
-
-    for step in range(1, 30 + 1):
-        x = torch.randn(32, 64)
-        loss = model(x, step).pow(2).mean()
-        loss.backward()
-        opt.step()
-        opt.zero_grad(set_to_none=True)
-        if rank == 0 and step % 1 == 0:
-            print(f" iteration {step:8d}/   50000 | consumed samples: {step * 256:12d} | elapsed time per iteration (ms): 812.4 | learning rate: 1.500E-04 | global batch size:   256 | lm loss: {loss.item():.6E} | loss scale: 1.0 | grad norm: 0.912 | number of skipped iterations:   0 | number of nan iterations:   0 |", flush=True)
-        time.sleep(0.05)
-    dist.destroy_process_group()
-
-
-if __name__ == "__main__":
-    main()
-'''
+''', steps=30, every=1, progress=MEGATRON_LINE)
 
 
 if __name__ == "__main__":
