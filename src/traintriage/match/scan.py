@@ -296,14 +296,13 @@ def _line_events(
             state_lines.add(chunk.rfind(b"\n", 0, max(end - 1, 0)) + 1)
             continue
         confirm = table[pattern].confirm
-        if confirm is not None:
-            start, stop = _line_bounds(chunk, max(end - 1, 0), limit)
-            if not confirm.search(chunk, start, stop):
-                continue
+        bounds = _line_bounds(chunk, max(end - 1, 0), limit) if confirm is not None else None
+        if confirm is not None and bounds is not None and not confirm.search(chunk, *bounds):
+            continue
         counts[pattern] += 1
         if kept[pattern] >= table[pattern].cap:
             continue
-        start, stop = _line_bounds(chunk, max(end - 1, 0), limit)
+        start, stop = bounds or _line_bounds(chunk, max(end - 1, 0), limit)
         if (start, pattern) in seen:
             continue
         seen.add((start, pattern))
