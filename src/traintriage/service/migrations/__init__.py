@@ -1,0 +1,1 @@
+"""Alembic migrations, shipped inside the package; run by `Store.open` and `traintriage admin migrate`."""
