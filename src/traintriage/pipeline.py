@@ -12,11 +12,11 @@ import os
 import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from traintriage.analyze.engine import Analysis, analyze
 from traintriage.analyze.observations import Observation, place
-from traintriage.ingest.sources import Source, discover
+from traintriage.ingest.sources import Source, discover, sources_from_bytes
 from traintriage.kb.loader import load_kb
 from traintriage.match.compiler import load_scanner
 from traintriage.match.parallel import scan_sources
@@ -37,13 +37,29 @@ class Run:
     scans: list[SourceScan]
     observations: list[Observation]
     analysis: Analysis
+    warnings: list[str] = field(default_factory=list)
+    """What discovery did not read (unreadable or skipped files); scans carry their own."""
 
 
 def run(
     paths: list[str], *, mask: bool = True, jobs: int | None = None, progress: ProgressFactory | None = None
 ) -> tuple[Run, float]:
     started = time.perf_counter()
-    sources = discover(paths)
+    warnings: list[str] = []
+    sources = discover(paths, warnings)
+    return _run_sources(sources, warnings, mask=mask, jobs=jobs, progress=progress), started
+
+
+def run_bytes(items: list[tuple[str, bytes]], *, mask: bool = True) -> tuple[Run, float]:
+    """`run` on logs held in memory, each (display name, raw bytes, compressed or not): an
+    upload is diagnosed without being written to disk, in this process."""
+    started = time.perf_counter()
+    return _run_sources(sources_from_bytes(items), [], mask=mask, jobs=1, progress=None), started
+
+
+def _run_sources(
+    sources: list[Source], warnings: list[str], *, mask: bool, jobs: int | None, progress: ProgressFactory | None
+) -> Run:
     kb = load_kb()
     scanner = load_scanner()
     mask_key = os.urandom(32) if mask else None
@@ -56,15 +72,26 @@ def run(
         scan.tail_time = _tail_time(scan)
     observations = place(scans, sources)
     analysis = analyze(observations, scans, kb, scanner, [s.name for s in sources])
-    return Run(sources=sources, scans=scans, observations=observations, analysis=analysis), started
+    return Run(sources=sources, scans=scans, observations=observations, analysis=analysis, warnings=warnings)
 
 
 def diagnose(
     paths: list[str], *, mask: bool = True, jobs: int | None = None, progress: ProgressFactory | None = None
 ) -> Diagnosis:
     """Diagnose the logs at `paths` (files, directories, '-' for stdin)."""
-    result, started = run(paths, mask=mask, jobs=jobs, progress=progress)
-    return build_diagnosis(result.sources, result.scans, result.analysis, load_kb(), time.perf_counter() - started)
+    return _diagnosis(*run(paths, mask=mask, jobs=jobs, progress=progress))
+
+
+def diagnose_bytes(items: list[tuple[str, bytes]], *, mask: bool = True) -> Diagnosis:
+    """Diagnose logs held in memory, each (display name, raw bytes); see `run_bytes`."""
+    return _diagnosis(*run_bytes(items, mask=mask))
+
+
+def _diagnosis(result: Run, started: float) -> Diagnosis:
+    diagnosis = build_diagnosis(result.sources, result.scans, result.analysis, load_kb(),
+                                time.perf_counter() - started)
+    diagnosis.warnings[:0] = result.warnings  # what discovery did not read, before what scans met
+    return diagnosis
 
 
 def _tail_time(scan: SourceScan) -> float | None:

@@ -16,7 +16,7 @@ from traintriage.ingest.sources import discover, rank_from_path
     ("name", "rank"),
     [
         ("rank3.log", 3), ("rank_3.out", 3), ("worker-3.log", 3), ("logs/run/attempt_0/3/stderr.log", 3),
-        ("slurm-4412-7.out", 7), ("job.log", None), ("train.py.log", None),
+        ("slurm-4412-7.out", None), ("slurm-884412_5.out", None), ("job.log", None), ("train.py.log", None),
     ],
 )
 def test_rank_from_file_names(name: str, rank: int | None) -> None:

@@ -1,8 +1,12 @@
-"""Turn what the user named (files, directories, '-', archives) into readable log sources.
+"""Turn what the user named (files, directories, '-', archives, uploaded bytes) into readable log sources.
 
 A per-rank file carries its rank in its name or folder (`rank3.log`, `worker-3.log`,
-torchrun `--log-dir` layout `attempt_0/3/stderr.log`, SLURM `%t` outputs); that rank
-applies to every line of the file that does not name its own.
+torchrun `--log-dir` layout `attempt_0/3/stderr.log`); that rank applies to every line of
+the file that does not name its own. Other digits in a name (a job id, a Slurm array task
+in `slurm-884412_5.out`) say nothing about ranks and are ignored.
+
+Pipes, FIFOs and stdin are opened once and read from their first byte: the binary check
+looks at the head of the stream as it passes, it does not consume it.
 """
 
 from __future__ import annotations
@@ -10,10 +14,11 @@ from __future__ import annotations
 import io
 import os
 import re
+import stat
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import BinaryIO
 
 from traintriage.errors import BinaryInputError, InputError, UsageError
@@ -30,35 +35,50 @@ _CONTROL = tuple(c for c in range(32) if c not in (9, 10, 12, 13, 27))
 _SKIPPED_SUFFIXES = frozenset({".json", ".pt", ".bin", ".safetensors", ".pkl", ".npy", ".png", ".jpg", ".pyc",
                                ".py", ".pyi", ".ipynb", ".c", ".cc", ".cpp", ".h", ".hpp", ".cu", ".cuh"})
 
+# Applied to a file's path relative to the directory named (or to its bare name): short strings.
 _RANK_IN_NAME = (
-    re.compile(r"attempt_\d+/(\d+)/(?:stdout|stderr)\.log$"),
-    re.compile(r"(?:^|[/_.-])(?:rank|worker|proc|process|task|local_rank)[-_.]?(\d+)(?:[._-][^/]*)?$", re.I),
-    re.compile(r"(?:^|[/_.-])\d{3,}[-_.](\d{1,5})\.(?:out|err|log|txt)$"),
+    re.compile(r"(?:^|/)attempt_\d+/(\d{1,6})/(?:stdout|stderr)\.log$"),
+    re.compile(r"(?:^|[/_.-])(?:rank|worker|proc|process|task|local_rank)[-_.]?(\d{1,6})(?:[._-][^/]*)?$", re.I),
 )
+_MAX_NAME = 4096
 
 
 @dataclass(frozen=True)
 class Source:
-    """One log stream: its display name, where to read it, and the rank its name implies."""
+    """One log stream: its display name, where to read it (a file, stdin when path is None, or
+    bytes held in memory), and the rank its name implies. `size` is None for a stream (pipe,
+    FIFO, stdin), which can be read only once, from its first byte."""
 
     name: str
     path: Path | None
     rank: int | None = None
     size: int | None = None
     span: tuple[int, int] | None = None
+    data: bytes | None = None
 
     @property
     def splittable(self) -> bool:
         """Plain files can be read from any offset, so one huge file can be shared by workers."""
-        return self.path is not None and self.path.suffix.lower() not in _COMPRESSED and self.span is None
+        return (self.path is not None and self.size is not None and self.span is None
+                and self.path.suffix.lower() not in _COMPRESSED)
+
+    @property
+    def is_stream(self) -> bool:
+        """Read once, in this process: stdin, a pipe or FIFO, or bytes in memory."""
+        return self.path is None or self.size is None
 
     def open(self) -> ByteStream:
-        """Open the raw bytes, decompressing by suffix; stdin when path is None."""
+        """Open the raw bytes, decompressing by suffix; a stream's head is checked for binary
+        data as it is read."""
+        if self.data is not None:
+            return _decompressed(io.BytesIO(self.data), self.name)
         if self.path is None:
-            return sys.stdin.buffer
+            return _HeadChecked(sys.stdin.buffer, self.name, close_raw=False)
         try:
             if self.span is not None:
                 return _SpanReader(self.path, *self.span)
+            if self.size is None:
+                return _HeadChecked(open(self.path, "rb", buffering=0), self.name)  # noqa: SIM115
             return _open_maybe_compressed(self.path)
         except OSError as exc:
             raise InputError(f"{self.name}: cannot read: {exc.strerror or exc}") from exc
@@ -90,32 +110,75 @@ class _SpanReader(io.RawIOBase):
         super().close()
 
 
+class _HeadChecked(io.RawIOBase):
+    """A stream read once from its first byte; its first block is checked for binary data
+    on the way through (a pipe cannot be sniffed first and reopened)."""
+
+    def __init__(self, raw: BinaryIO | io.RawIOBase, name: str, *, close_raw: bool = True) -> None:
+        super().__init__()
+        self._raw = raw
+        self._name = name
+        self._close_raw = close_raw
+        self._head: bytes | None = None
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, target: memoryview | bytearray) -> int:  # type: ignore[override]
+        if self._head is None:
+            self._head = _read_head(self._raw)
+            if is_binary(self._head):
+                raise BinaryInputError(f"{self._name}: looks like a binary file, not a text log")
+        if self._head:
+            count = min(len(target), len(self._head))
+            target[:count] = self._head[:count]
+            self._head = self._head[count:]
+            return count
+        return self._raw.readinto(target) or 0  # type: ignore[union-attr]
+
+    def close(self) -> None:
+        if self._close_raw:
+            self._raw.close()
+        super().close()
+
+
+def _read_head(raw: BinaryIO | io.RawIOBase) -> bytes:
+    """Up to _SNIFF_BYTES from a stream whose reads may return less (a pipe). An archive cut
+    inside its head gives what decoded; one that decodes to nothing is an InputError."""
+    parts: list[bytes] = []
+    total = 0
+    while total < _SNIFF_BYTES:
+        try:
+            block = raw.read(_SNIFF_BYTES - total)
+        except EOFError as exc:
+            if not total:
+                raise InputError(f"cannot decompress: {exc}") from exc
+            break
+        if not block:
+            break
+        parts.append(block)
+        total += len(block)
+    return b"".join(parts)
+
+
+def _decompressed(raw: BinaryIO | io.BufferedIOBase | io.RawIOBase, name: str) -> ByteStream:
+    suffix = PurePosixPath(name).suffix.lower()
+    if suffix in _COMPRESSED:
+        from traintriage.ingest.decompress import DecompressedReader  # most logs are plain text
+
+        return DecompressedReader(raw, suffix)
+    return raw
+
+
 def _open_maybe_compressed(path: Path) -> ByteStream:
-    suffix = path.suffix.lower()
-    # Decompressors are imported when a compressed file is met: most logs are plain text.
-    if suffix == ".gz":
-        import gzip
-
-        return gzip.open(path, "rb")
-    if suffix == ".bz2":
-        import bz2
-
-        return bz2.open(path, "rb")
-    if suffix in (".xz", ".lzma"):
-        import lzma
-
-        return lzma.open(path, "rb")
-    if suffix == ".zst":
-        import zstandard
-
-        reader: ByteStream = zstandard.ZstdDecompressor().stream_reader(open(path, "rb"), read_across_frames=True)  # noqa: SIM115
-        return reader
+    if path.suffix.lower() in _COMPRESSED:
+        return _decompressed(open(path, "rb"), path.name)  # noqa: SIM115 - closed with the reader
     return open(path, "rb", buffering=0)
 
 
 def rank_from_path(relative: str) -> int | None:
     """The rank a per-rank file name implies, or None for a combined log."""
-    normalized = relative.replace(os.sep, "/")
+    normalized = relative.replace(os.sep, "/").replace("\\", "/")[-_MAX_NAME:]
     for pattern in _RANK_IN_NAME:
         match = pattern.search(normalized)
         if match:
@@ -123,10 +186,12 @@ def rank_from_path(relative: str) -> int | None:
     return None
 
 
-def discover(inputs: list[str]) -> list[Source]:
-    """Expand the user's arguments into sources, in a stable order."""
+def discover(inputs: list[str], warnings: list[str] | None = None) -> list[Source]:
+    """Expand the user's arguments into sources, in a stable order. What a directory holds
+    but is not read (unreadable, binary, not a log) is noted in `warnings`."""
     if not inputs:
         raise UsageError("no input: name a log file, a directory, or '-' for stdin")
+    notes = warnings if warnings is not None else []
     sources: list[Source] = []
     for item in inputs:
         if item == STDIN:
@@ -134,39 +199,92 @@ def discover(inputs: list[str]) -> list[Source]:
             continue
         path = Path(item)
         if path.is_dir():
-            sources.extend(_discover_dir(path))
+            sources.extend(_discover_dir(path, notes))
         elif path.exists():
             if not os.access(path, os.R_OK):
                 raise InputError(f"{item}: permission denied")
+            mode = path.stat().st_mode
+            if not stat.S_ISREG(mode):  # a pipe, FIFO, or device: read once, as a stream
+                sources.append(Source(name=item, path=path, rank=rank_from_path(path.name), size=None))
+                continue
             _reject_binary(path, item)
             sources.append(Source(name=item, path=path, rank=rank_from_path(path.name), size=path.stat().st_size))
+        elif path.is_symlink():
+            raise InputError(f"{item}: broken symbolic link")
         else:
             raise InputError(f"{item}: no such file or directory")
     return sources
 
 
-def _discover_dir(root: Path) -> Iterator[Source]:
-    files = sorted(p for p in root.rglob("*") if p.is_file() and not p.name.startswith("."))
+def sources_from_bytes(items: list[tuple[str, bytes]]) -> list[Source]:
+    """Sources held in memory (an upload): each (display name, raw bytes). The name's suffix
+    says how to decompress; a per-rank name (`rank3.log`, `attempt_0/3/stderr.log`) keeps
+    its rank. Binary content raises BinaryInputError; an empty or cut item is read and
+    reported as a warning when scanned."""
+    if not items:
+        raise UsageError("no input: no logs given")
+    sources: list[Source] = []
+    for name, data in items:
+        try:
+            with _decompressed(io.BytesIO(data), name) as stream:
+                head = _read_head(stream)  # type: ignore[arg-type]
+        except InputError as exc:
+            raise InputError(f"{name}: {exc}") from exc
+        except Exception as exc:  # zlib.error, lzma.LZMAError, OSError, zstd's own error
+            raise InputError(f"{name}: cannot decompress: {exc}") from exc
+        if is_binary(head):
+            raise BinaryInputError(f"{name}: looks like a binary file, not a text log")
+        sources.append(Source(name=name, path=None, rank=rank_from_path(name), size=len(data), data=data))
+    return sources
+
+
+def _discover_dir(root: Path, warnings: list[str]) -> Iterator[Source]:
+    entries = sorted(p for p in root.rglob("*") if not p.name.startswith("."))
     found = False
-    for path in files:
-        if path.suffix.lower() in _SKIPPED_SUFFIXES or path.is_symlink():
-            continue
+    seen: set[Path] = set()
+    not_logs: list[str] = []
+    for path in entries:
         relative = path.relative_to(root).as_posix()
-        if _looks_binary(path):
+        if path.is_symlink() and not path.exists():
+            warnings.append(f"{path}: skipped, cannot read (broken symbolic link)")
+            continue
+        if not path.is_file():
+            continue
+        if path.suffix.lower() in _SKIPPED_SUFFIXES:
+            not_logs.append(relative)
+            continue
+        real = path.resolve()
+        if real in seen:  # a link to a file already read
+            continue
+        seen.add(real)
+        if not os.access(path, os.R_OK):
+            warnings.append(f"{path}: skipped, cannot read (permission denied)")
+            continue
+        problem = _binary_or_unreadable(path)
+        if problem:
+            warnings.append(f"{path}: skipped, {problem}")
             continue
         found = True
         yield Source(name=str(path), path=path, rank=rank_from_path(relative), size=path.stat().st_size)
+    if not_logs:
+        shown = ", ".join(not_logs[:5]) + (f" and {len(not_logs) - 5} more" if len(not_logs) > 5 else "")
+        warnings.append(f"{root}: skipped {len(not_logs)} file(s) that are not logs (data or source code): {shown}")
     if not found:
         raise InputError(f"{root}: directory holds no readable log files")
 
 
-def _looks_binary(path: Path) -> bool:
+def _binary_or_unreadable(path: Path) -> str | None:
+    """Why a file in a directory is not read, or None when it reads as text."""
     try:
         with _open_maybe_compressed(path) as stream:
-            head = stream.read(_SNIFF_BYTES)
-    except Exception:  # OSError, EOFError, or the decompressor's own error type
-        return True
-    return is_binary(head)
+            head = _read_head(stream)  # type: ignore[arg-type]
+    except InputError as exc:
+        return str(exc)
+    except OSError as exc:
+        return f"cannot read ({exc.strerror or exc})"
+    except Exception as exc:  # the decompressor's own error type
+        return f"cannot decompress ({exc})"
+    return "looks like a binary file" if is_binary(head) else None
 
 
 def is_binary(head: bytes) -> bool:
@@ -190,7 +308,9 @@ def is_binary(head: bytes) -> bool:
 def _reject_binary(path: Path, name: str) -> None:
     try:
         with _open_maybe_compressed(path) as stream:
-            head = stream.read(_SNIFF_BYTES)
+            head = _read_head(stream)  # type: ignore[arg-type]
+    except InputError as exc:
+        raise InputError(f"{name}: {exc}") from exc
     except Exception as exc:  # OSError, EOFError, or the decompressor's own error type
         raise InputError(f"{name}: cannot decompress: {exc}") from exc
     if is_binary(head):

@@ -138,7 +138,7 @@ def scan_sources(
     workers = jobs or os.cpu_count() or 1
     total = sum(s.size or 0 for s in sources)
     scanner = load_scanner()
-    if workers <= 1 or total < MIN_BYTES_FOR_PROCESSES or any(s.path is None for s in sources):
+    if workers <= 1 or total < MIN_BYTES_FOR_PROCESSES or any(s.is_stream for s in sources):
         budget = metric_budget(len(sources))
         scans = [scan_source(i, s, scanner, mask_key, metric_budget=budget, on_bytes=on_bytes)
                  for i, s in enumerate(sources)]

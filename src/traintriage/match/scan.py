@@ -250,9 +250,10 @@ def scan_source(
                 on_bytes(limit)
             state.feed(chunk, limit)
     finally:
-        if source.path is not None:
-            stream.close()
+        stream.close()
     result.lines = state.line_base + int(state.open_line)
+    if result.bytes == 0 and not result.problems:
+        result.problems.append(ReadProblem(f"{source.name}: empty input (0 bytes), nothing to diagnose"))
     if masker is not None and mask_key is not None:
         result.placeholders = masker.placeholder_digests(mask_key)
     tail = [decode_line(line) for line in state.recent[-TAIL_LINES:]]
