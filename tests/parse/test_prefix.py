@@ -68,3 +68,15 @@ def test_dmesg_human_time_and_syslog() -> None:
     syslog = parse_prefix("Mar 04 11:22:41 gpu-node7 kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid=1234", 2026)
     assert syslog.host == "gpu-node7"
     assert syslog.time == datetime(2026, 3, 4, 11, 22, 41, tzinfo=timezone.utc)
+
+
+def test_long_host_like_tokens_cost_linear_time() -> None:
+    """Issue 13: a 4000-character `node0-node1-...` token once backtracked quadratically."""
+    import time
+
+    body = "".join(f"node{i}-" for i in range(700))[:3960]
+    lines = [f"[rank{i % 8}]: {body} RuntimeError: NCCL error" if i % 2 else f"{body} Error: x" for i in range(600)]
+    started = time.perf_counter()
+    for line in lines:
+        parse_prefix(line)
+    assert time.perf_counter() - started < 1.0  # was ~20 ms per line; now microseconds
