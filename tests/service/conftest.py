@@ -94,3 +94,32 @@ def store(database_url: str, clock: FakeClock) -> Iterator[Store]:
     _empty(opened)
     yield opened
     opened.close()
+
+
+@pytest.fixture(scope="session")
+def redis_url() -> str:
+    """The machine's Redis; fails loudly when it does not answer."""
+    import redis
+
+    client = redis.Redis.from_url(REDIS_URL, socket_connect_timeout=3)
+    try:
+        client.ping()
+    except redis.RedisError as exc:
+        pytest.fail(f"Redis is not answering at {REDIS_URL}: {exc}", pytrace=False)
+    finally:
+        client.close()
+    return REDIS_URL
+
+
+@pytest.fixture
+def redis_prefix(redis_url: str) -> Iterator[str]:
+    """A key prefix of this test's own; its keys are deleted afterwards."""
+    import redis
+
+    prefix = f"tt-test-{secrets.token_hex(6)}:"
+    yield prefix
+    client = redis.Redis.from_url(redis_url)
+    keys = list(client.scan_iter(f"{prefix}*"))
+    if keys:
+        client.delete(*keys)
+    client.close()

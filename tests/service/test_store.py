@@ -103,3 +103,16 @@ def test_workers_starting_together_migrate_once_and_all_work(fresh_url: str) -> 
     store = Store.open(fresh_url)
     assert all(store.get_diagnosis(i) == OOM for i in ids)
     store.close()
+
+
+def test_the_models_and_the_migrations_describe_the_same_tables(fresh_url: str) -> None:
+    from alembic.autogenerate import compare_metadata
+    from alembic.runtime.migration import MigrationContext
+
+    from traintriage.service.models import Base
+
+    store = Store.open(fresh_url)
+    with store.engine.connect() as connection:
+        differences = compare_metadata(MigrationContext.configure(connection), Base.metadata)
+    store.close()
+    assert differences == []
