@@ -63,6 +63,7 @@ def create_engine(url: str) -> Engine:
         cursor.execute("PRAGMA journal_mode=WAL")
         cursor.execute("PRAGMA busy_timeout=30000")
         cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.execute("PRAGMA secure_delete=ON")  # a deleted diagnosis leaves no bytes behind
         cursor.close()
 
     return engine
