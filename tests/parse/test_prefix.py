@@ -80,3 +80,54 @@ def test_long_host_like_tokens_cost_linear_time() -> None:
     for line in lines:
         parse_prefix(line)
     assert time.perf_counter() - started < 1.0  # was ~20 ms per line; now microseconds
+
+
+@pytest.mark.parametrize(
+    ("line", "rank", "host", "message_start"),
+    [
+        # pdsh (DeepSpeed's multi-node runner) puts the host, or the address it was given, first
+        ("10.0.3.17: [rank19]: RuntimeError: CUDA error: an illegal memory access was encountered", 19, "10.0.3.17",
+         "RuntimeError"),
+        ("gpu-node-12: [rank9]:[E1203 07:12:40.112233445 ProcessGroupNCCL.cpp:1895] [PG ID 0 PG GUID 0(default_pg) "
+         "Rank 9] Process group watchdog thread terminated", 9, "gpu-node-12", "ProcessGroupNCCL.cpp"),
+        # line numbers a viewer or `cat -n` put in front
+        ("   2 [rank0]: Traceback (most recent call last):", 0, None, "Traceback"),
+        ("    17\t[rank5]: ValueError: bad shape", 5, None, "ValueError"),
+        ("[1743] [rank6]: torch.distributed.DistBackendError: NCCL error", 6, None, "torch.distributed"),
+        # a logger's own rank tag, then its timestamp and level
+        ("[RANK 1] 2026-12-03 07:12:40,101 [ERROR] Training failed: loss is nan", 1, None, "Training failed"),
+        # torchrun --tee's tag holds the local rank; the inner [rank11] is the global one
+        ("[default3]:[rank11]: RuntimeError: x", 11, None, "RuntimeError"),
+        # Open MPI --tag-output behind a pdsh host
+        ("node4: [1,3]<stderr>:RuntimeError: x", 3, "node4", "RuntimeError"),
+        # kubectl logs --prefix: the pod, then the process's own tags
+        ("[pod/llama-pretrain-worker-2/pytorch] [rank6]: torch.OutOfMemoryError: CUDA out of memory.", 6,
+         "llama-pretrain-worker-2", "torch.OutOfMemoryError"),
+        # srun --label, then torchrun's tag
+        ("3: [default0]:[rank24]: RuntimeError: x", 24, None, "RuntimeError"),
+    ],
+)
+def test_stacked_prefixes_take_the_innermost_rank(line: str, rank: int, host: str | None, message_start: str) -> None:
+    prefix = parse_prefix(line, 2026)
+    assert prefix.rank == rank
+    assert prefix.host == host
+    assert prefix.message.startswith(message_start)
+
+
+def test_a_logger_stamp_under_a_rank_tag_is_read() -> None:
+    prefix = parse_prefix("[RANK 1] 2026-12-03 07:12:40,101 [ERROR] Training failed")
+    assert prefix.time == datetime(2026, 12, 3, 7, 12, 40, 101000, tzinfo=timezone.utc)
+
+
+@pytest.mark.parametrize("line", ["10.0.3.17: [ran", "[rank1", "gpu-node-12: [default", "   2 ["])
+def test_a_line_cut_inside_its_prefixes_keeps_what_was_read(line: str) -> None:
+    prefix = parse_prefix(line)
+    assert prefix.rank is None
+    assert prefix.message  # the cut text is still the message, never an exception
+
+
+@pytest.mark.parametrize("line", ["100 steps done", "2 GPUs found", "Error: [12] not found", "epoch 3: loss 2.1"])
+def test_plain_text_keeps_its_numbers(line: str) -> None:
+    prefix = parse_prefix(line)
+    assert prefix.rank is None
+    assert prefix.message == line

@@ -24,3 +24,13 @@ def test_report_fields() -> None:
 
 def test_report_without_rank_is_ignored() -> None:
     assert parse_root_cause(["[0]:", "  time      : 2024-05-01_10:02:11"]) is None
+
+
+def test_report_behind_host_and_launcher_prefixes_gives_the_global_rank() -> None:
+    """pdsh puts the host before every line of the agent's report; `local_rank` is not the rank."""
+    lines = ["gpu-node-3: [0]:", "gpu-node-3:   time      : 2026-12-03_07:12:40", "gpu-node-3:   host      : gpu-node-3",
+             "gpu-node-3:   rank      : 19 (local_rank: 3)", "gpu-node-3:   exitcode  : 1 (pid: 4412)",
+             "gpu-node-3:   error_file: <N/A>"]
+    report = parse_root_cause(lines)
+    assert report is not None
+    assert (report.rank, report.local_rank, report.exitcode) == (19, 3, 1)

@@ -106,7 +106,7 @@ INTERNAL_PATTERNS: tuple[InternalPattern, ...] = (
     ),
     InternalPattern(Internal.exception_ignored, r"^(?:\S+: ?)?Exception ignored in: ", 256),
     InternalPattern(Internal.agent_failure, r"failed \(exitcode: -?\d+\) local_rank: \d+", 1024),
-    InternalPattern(Internal.report_rank, r"^\s*rank\s*: \d+ \(local_rank: \d+\)", 1024),
+    InternalPattern(Internal.report_rank, r"(?:^|[\s:>\]])rank\s*: \d+ \(local_rank: \d+\)", 1024),
     # Keyed on the non-finite value, not on "loss": loss is on every step line and "inf" in
     # every INFO line, and making Hyperscan check each of those halves the scan's speed.
     *(

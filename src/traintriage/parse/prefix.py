@@ -38,6 +38,7 @@ _PEELERS: tuple[tuple[_Kind, re.Pattern[str]], ...] = (
     (_Kind.rank, re.compile(r"(\d{1,5}): (?=\S)")),  # srun --label
     (_Kind.rank, re.compile(r"\[PG [^\]]{0,80}Rank (\d{1,6})\]\s?")),  # ProcessGroupNCCL messages
     (_Kind.host, re.compile(r"\[pod/([\w.-]{1,120})/[\w.-]{1,80}\]\s?")),  # kubectl logs --prefix
+    (_Kind.host, re.compile(r"(<[A-Z][A-Z_]{1,15}(?:-\d{1,9})?>): ")),  # a host or address masked at ingest
     (_Kind.skip, re.compile(r"\d{1,7}(?:\t|\s{1,8}(?=\[))")),  # line numbers: `   2 [rank0]: ...`, `12\t...`
     (_Kind.skip, re.compile(r"\[\d{1,7}\] (?=\S)")),  # line numbers in brackets: `[1743] ...`
     (_Kind.skip, re.compile(r"\[(?:DEBUG|INFO|WARN|WARNING|ERROR|CRITICAL|FATAL)\]:?\s?")),  # log level
@@ -45,7 +46,7 @@ _PEELERS: tuple[tuple[_Kind, re.Pattern[str]], ...] = (
 # A host or IP address then ': ' (pdsh, DeepSpeed's multi-node runner). One class, one
 # bounded repeat: no backtracking over host-like tokens. It must hold a digit (`node7`,
 # `10.0.0.7`) so that `Error: ` and `warning: ` are not hosts.
-_HOST = re.compile(r"([a-z0-9][a-z0-9.-]{0,62}): (?=\S)")
+_HOST = re.compile(r"([a-z0-9][a-z0-9.-]{0,62}): ")
 _NCCL_HOST = re.compile(r"([A-Za-z0-9][\w.-]{0,62}):(\d{1,9}):(\d{1,9}) \[(\d{1,4})\] NCCL ")
 _ISO = re.compile(
     r"\[?(\d{4})-(\d\d)-(\d\d)[T _](\d\d):(\d\d):(\d\d)(?:[.,](\d{1,9}))?(Z|[+-]\d\d:?\d\d)?\]?"

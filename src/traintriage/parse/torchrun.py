@@ -19,6 +19,8 @@ import re
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
+from traintriage.parse.prefix import parse_prefix
+
 _FIELD = re.compile(r"^\s*(time|host|rank|exitcode|error_file|traceback)\s*:\s*(.*)$")
 _RANK = re.compile(r"(-?\d+)(?: \(local_rank: (\d+)\))?")
 _EXIT = re.compile(r"(-?\d+)(?: \(pid: (\d+)\))?")
@@ -39,7 +41,7 @@ class FailureReport:
 def parse_root_cause(after: list[str]) -> FailureReport | None:
     fields: dict[str, str] = {}
     for text in after[:12]:
-        body = re.sub(r"^(?:\[[^\]]*\]:?\s*)+", "", text)
+        body = parse_prefix(text).message  # a host, line number or launcher tag may precede the field
         match = _FIELD.match(body)
         if match and match.group(1) not in fields:
             fields[match.group(1)] = match.group(2).strip()
