@@ -17,7 +17,9 @@ from traintriage.analyze.observations import Observation
 from traintriage.analyze.scoring import Candidate
 from traintriage.parse.torchrun import FailureReport
 
-_FAILED_BARRIER = re.compile(r"Ranks? ((?:\d+(?:, ?)?)+) failed to pass monitoredBarrier")
+# Applied to a hit's text (at most MAX_TEXT bytes). Each rank is digits then a separator
+# that is not optional, so a run of digits splits into ranks one way only (no backtracking).
+_FAILED_BARRIER = re.compile(r"Ranks? (\d{1,7}(?:, ?\d{1,7})*),? failed to pass monitoredBarrier")
 _FAULTY = re.compile(r"(?:check rank (\d+) logs for faulty rank|waiting for send/recv from rank (\d+)|"
                      r"Culprit rank (\d+); Error type)")
 _AGENT_FAILURE = re.compile(r"failed \(exitcode: (-?\d+)\) local_rank: (\d+)")

@@ -19,7 +19,9 @@ from traintriage.ingest.sources import Source
 from traintriage.match.compiler import CONTEXT_HITS, Scanner
 from traintriage.parse.metrics import MAX_POINTS, MetricPoint, MetricSampler, parse_sampled
 
-ANSI_ESCAPE = re.compile(rb"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
+# Bounded repeats: a CSI or OSC sequence longer than these is left as it is (an unbounded
+# `[^\x07]*` would scan to the chunk's end from every unterminated `ESC ]`).
+ANSI_ESCAPE = re.compile(rb"\x1b(?:\[[0-?]{0,64}[ -/]{0,16}[@-~]|\][^\x07\x1b\n]{0,2048}(?:\x07|\x1b\\)|[@-Z\\-_])")
 MAX_TEXT = 4000
 CONTEXT_BEFORE = 40
 CONTEXT_AFTER = 12
@@ -140,14 +142,9 @@ class _SourceScanner:
         self.kept: dict[int, int] = defaultdict(int)
         self.with_context: dict[int, int] = defaultdict(int)
         self.sampler = MetricSampler(source.size, metric_budget)
-        self.matches: list[tuple[int, int]] = []
         self.recent: list[bytes] = []
         self.line_base = 0  # lines ended before the current window
         self.open_line = False  # the last window ended inside a line (cut at the line cap, or the end)
-
-    def on_match(self, pattern: int, start: int, end: int, flags: int, context: object) -> bool | None:
-        self.matches.append((end, pattern))
-        return None
 
     def feed(self, chunk: Chunk, limit: int) -> None:
         """Scan `chunk[:limit]`, whole lines: one Hyperscan pass finds the signature hits and
@@ -156,10 +153,10 @@ class _SourceScanner:
         if chunk.find(b"\x1b", 0, limit) >= 0:
             chunk = ANSI_ESCAPE.sub(b"", memoryview(chunk)[:limit])
             limit = len(chunk)
-        self.matches.clear()
+        sink = _LineEvents(chunk, limit, self.scanner, self.kept, self.result.counts)
         with memoryview(chunk) as view, view[:limit] as lines:
-            self.scanner.database.scan(cast(bytes, lines), match_event_handler=self.on_match)  # any buffer
-        events, state_lines = _line_events(chunk, limit, self.matches, self.scanner, self.kept, self.result.counts)
+            self.scanner.database.scan(cast(bytes, lines), match_event_handler=sink.on_match)  # any buffer
+        events, state_lines = sink.events, sink.state_lines
         events.extend((start, stop, _METRIC) for start, stop in self.sampler.spans(chunk, limit))
         events.sort()
         ends_with_newline = chunk[limit - 1] == _NEWLINE
@@ -281,32 +278,75 @@ def _primed_masker(source: Source) -> Masker:
     return masker
 
 
-def _line_events(
-    chunk: Chunk, limit: int, matches: list[tuple[int, int]], scanner: Scanner, kept: dict[int, int],
-    counts: dict[int, int],
-) -> tuple[list[tuple[int, int, int]], set[int]]:
-    """(line start, line stop, pattern) per kept match, one per pattern and line; and the
-    starts of the lines where the masker's state prefilters fired."""
-    table = scanner.table
-    mask_base = scanner.mask_base
-    events: list[tuple[int, int, int]] = []
-    state_lines: set[int] = set()
-    seen: set[tuple[int, int]] = set()
-    for end, pattern in matches:
-        if pattern >= mask_base:
-            state_lines.add(chunk.rfind(b"\n", 0, max(end - 1, 0)) + 1)
-            continue
-        confirm = table[pattern].confirm
-        bounds = _line_bounds(chunk, max(end - 1, 0), limit) if confirm is not None else None
-        if confirm is not None and bounds is not None and not confirm.search(chunk, *bounds):
-            continue
-        counts[pattern] += 1
-        if kept[pattern] >= table[pattern].cap:
-            continue
-        start, stop = bounds or _line_bounds(chunk, max(end - 1, 0), limit)
-        if (start, pattern) in seen:
-            continue
-        seen.add((start, pattern))
-        kept[pattern] += 1
-        events.append((start, stop, pattern))
-    return events, state_lines
+CONFIRM_BEFORE = 512
+CONFIRM_AFTER = 64
+"""A confirm pattern runs on this window around its fast pattern's hit, never on the whole
+line: a line of a million hits (a printed tensor of NaNs) costs a million small searches."""
+MAX_FAILED_CONFIRMS = 64
+"""Per line and pattern: after this many hits that did not confirm, later ones on that line
+are not checked (counted as not confirmed), so an endless line costs at most this many."""
+
+
+class _LineCache:
+    """The bounds of the line that holds an offset, found once per line: Hyperscan reports
+    matches in order of their end, so consecutive matches mostly share a line, and looking
+    the line's ends up again per match would make a long line quadratic."""
+
+    def __init__(self, chunk: Chunk, limit: int) -> None:
+        self.chunk = chunk
+        self.limit = limit
+        self.start = 0
+        self.stop = -1
+
+    def bounds(self, offset: int) -> Span:
+        """(start, stop) as `_line_bounds` gives them; a line holds offsets start..stop (its newline)."""
+        if not self.start <= offset <= self.stop:
+            self.start, self.stop = _line_bounds(self.chunk, offset, self.limit)
+        return self.start, self.stop
+
+
+class _LineEvents:
+    """Hyperscan's match handler for one window: decides each match as it is reported, so
+    memory holds the kept events, not every match (a 64 MB line can hold millions).
+
+    `events`: (line start, line stop, pattern) per kept match, one per pattern and line;
+    `state_lines`: the starts of the lines where the masker's state prefilters fired."""
+
+    def __init__(self, chunk: Chunk, limit: int, scanner: Scanner, kept: dict[int, int], counts: dict[int, int]) -> None:
+        self.chunk = chunk
+        self.table = scanner.table
+        self.mask_base = scanner.mask_base
+        self.kept = kept
+        self.counts = counts
+        self.events: list[tuple[int, int, int]] = []
+        self.state_lines: set[int] = set()
+        self.seen: set[tuple[int, int]] = set()
+        self.confirmed: set[tuple[int, int]] = set()
+        self.failed: dict[tuple[int, int], int] = defaultdict(int)
+        self.lines = _LineCache(chunk, limit)
+
+    def on_match(self, pattern: int, start: int, end: int, flags: int, context: object) -> bool | None:
+        if pattern >= self.mask_base:
+            self.state_lines.add(self.lines.bounds(max(end - 1, 0))[0])
+            return None
+        info = self.table[pattern]
+        confirm = info.confirm
+        if confirm is None and self.kept[pattern] >= info.cap:
+            self.counts[pattern] += 1
+            return None
+        line_start, line_stop = self.lines.bounds(max(end - 1, 0))
+        key = (line_start, pattern)
+        if confirm is not None and key not in self.confirmed:
+            if self.failed[key] >= MAX_FAILED_CONFIRMS:
+                return None
+            if not confirm.search(self.chunk, max(line_start, end - CONFIRM_BEFORE), min(line_stop, end + CONFIRM_AFTER)):
+                self.failed[key] += 1
+                return None
+            self.confirmed.add(key)
+        self.counts[pattern] += 1
+        if self.kept[pattern] >= info.cap or key in self.seen:
+            return None
+        self.seen.add(key)
+        self.kept[pattern] += 1
+        self.events.append((line_start, line_stop, pattern))
+        return None

@@ -1,0 +1,39 @@
+"""Suspect ranks from what the text says: monitored_barrier's list of ranks that never arrived."""
+
+from __future__ import annotations
+
+import pytest
+
+from traintriage.analyze.observations import Observation
+from traintriage.analyze.ranks import named_faulty_rank
+from traintriage.match.scan import LineHit
+
+
+def _observation(text: str) -> Observation:
+    return Observation(hit=LineHit(source=0, line=1, text=text, patterns=[]), source_name="run.log", rank=0,
+                       host=None, time=None, message=text, order=0)
+
+
+@pytest.mark.parametrize(
+    ("text", "rank"),
+    [
+        ("RuntimeError: [Rank 0]: Ranks 1, 3 failed to pass monitoredBarrier in 30000 ms", 1),
+        ("RuntimeError: [Rank 0]: Rank 2 failed to pass monitoredBarrier in 1800000 ms", 2),
+        ("RuntimeError: [Rank 0]: Ranks 4,5,6 failed to pass monitoredBarrier in 30000 ms", 4),
+    ],
+)
+def test_first_rank_that_failed_the_barrier(text: str, rank: int) -> None:
+    suspect = named_faulty_rank([_observation(text)])
+    assert suspect is not None and suspect.rank == rank
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "RuntimeError: Ranks " + ", ".join(str(r) for r in range(1, 701)),  # cut before its closing words
+        "RuntimeError: Ranks " + "1" * 200 + " x",
+    ],
+)
+def test_a_cut_rank_list_names_no_barrier_rank(text: str) -> None:
+    suspect = named_faulty_rank([_observation(text[:4000])])
+    assert suspect is None or "monitored_barrier" not in suspect.reason
