@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 SAMPLE := src/traintriage/data/sample/job-4412.log
 CORPORA := ../shared/corpus/gh-dev ../shared/corpus/realruns-dev
 
-.PHONY: run test lint typecheck unit eval bench bench-patterns clean
+.PHONY: run serve test lint typecheck unit eval bench bench-patterns clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -14,8 +14,24 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
-run: $(STAMP)
+# `make run` installs only what the CLI needs; `make serve` adds the web app's extra.
+define install_only
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet -e '$(1)'
+	touch $@
+endef
+
+$(VENV)/.installed-run: pyproject.toml
+	$(call install_only,.)
+
+$(VENV)/.installed-serve: pyproject.toml
+	$(call install_only,.[serve])
+
+run: $(VENV)/.installed-run
 	@$(BIN)/traintriage diagnose $(SAMPLE); status=$$?; [ $$status -le 2 ] || exit $$status
+
+serve: $(VENV)/.installed-serve
+	$(BIN)/traintriage serve
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests scripts benchmarks

@@ -7,6 +7,7 @@ The entry point, its exit statuses and its fast path for plain `diagnose` calls 
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -147,6 +148,30 @@ def kb_export() -> int:
     rows = [plain(e) for e in sorted(load_kb().entries.values(), key=lambda e: e.id)]
     write(json.dumps(rows, indent=2, ensure_ascii=False) + "\n")
     return 0
+
+
+site_app = typer.Typer(help="The failure encyclopedia as a static web site.", no_args_is_help=True)
+app.add_typer(site_app, name="site")
+
+
+@app.command()
+def serve(
+    host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(min=1, max=65535, help="Port to listen on.")] = 8000,
+    workers: Annotated[int, typer.Option(min=1, help="Worker processes.")] = 1,
+) -> int:
+    """Run the web app and HTTP API (needs the serve extra)."""
+    from traintriage.cli.serve_cmd import serve_command
+
+    return serve_command(host, port, workers)
+
+
+@site_app.command("build")
+def site_build(out: Annotated[Path, typer.Argument(help="Output folder.")]) -> int:
+    """Write the encyclopedia as static files (relative links, search index as JSON)."""
+    from traintriage.cli.serve_cmd import site_build_command
+
+    return site_build_command(out)
 
 
 def run_typer() -> int:
