@@ -40,3 +40,29 @@ def test_only_new_templates_and_errors_first(tmp_path: Path) -> None:
     assert not any("NCCL version" in t for t in texts)
     assert any(t.kind is Kind.environment and "2.4.0" in t.example for t in found)
     assert not any("gradient_accumulation_steps" in t for t in texts)
+
+
+def test_counts_and_first_lines_are_exact_across_chunks(tmp_path: Path) -> None:
+    """Several read chunks per run: a line's count is over the whole run, its line number is its own."""
+    good, bad = tmp_path / "good.log", tmp_path / "bad.log"
+    steps = [f"{{'loss': {1 + i % 97 / 100:.4f}, 'grad_norm': 0.{i % 89:02d}, 'epoch': {i / 1e5:.4f}}}\n"
+             for i in range(120_000)]
+    good.write_text("".join(steps))
+    lines = steps[:100_000] + ["torch version: 2.4.0+cu124\n"] + steps[100_000:]
+    lines += ["RuntimeError: NCCL communicator was aborted on rank 3\n"] * 3
+    lines.insert(50, "torch version: 2.3.1+cu121\n")
+    bad.write_text("".join(lines))
+    assert bad.stat().st_size > 4 << 20  # more than one read chunk
+    found = {t.example: t for t in diff_runs([str(good)], [str(bad)], mask=False)}
+    error = found["RuntimeError: NCCL communicator was aborted on rank 3"]
+    assert (error.kind, error.count, error.line) == (Kind.error, 3, len(lines) - 2)
+    versions = {t.example: t.line for t in found.values() if t.kind is Kind.environment}
+    assert versions == {"torch version: 2.3.1+cu121": 51, "torch version: 2.4.0+cu124": 100_002}
+    assert not any("loss" in text for text in found)
+
+
+def test_lines_differing_only_in_numbers_are_one_template_even_when_new(tmp_path: Path) -> None:
+    (tmp_path / "good.log").write_text("starting\n")
+    (tmp_path / "bad.log").write_text("".join(f"RuntimeError: worker {i} lost after {i * 7} s\n" for i in range(1000)))
+    found = diff_runs([str(tmp_path / "good.log")], [str(tmp_path / "bad.log")], mask=False)
+    assert [(t.count, t.line) for t in found] == [(1000, 1)]

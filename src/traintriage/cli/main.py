@@ -57,7 +57,8 @@ def diff(
     """What the failed run logged that the good run never did, most suspicious first."""
     from traintriage.analyze.diff import diff_runs
 
-    found = diff_runs([good], [bad], limit=limit, mask=not no_mask)
+    warnings: list[str] = []
+    found = diff_runs([good], [bad], limit=limit, mask=not no_mask, warnings=warnings)
     if output_format is OutputFormat.json:
         import json
 
@@ -70,6 +71,8 @@ def diff(
             write(f"{t.kind.value:<12}{t.source}:{t.line} (x{t.count}){known}  {t.example.strip()[:200]}\n")
         if not found:
             write("no lines in the failed run that the good run lacks\n")
+    for warning in warnings:
+        print(f"traintriage: warning: {warning}", file=sys.stderr)
     return 0
 
 
