@@ -25,6 +25,9 @@ app = typer.Typer(
 )
 kb_app = typer.Typer(help="Browse and check the knowledge base of failure classes.", no_args_is_help=True)
 app.add_typer(kb_app, name="kb")
+from traintriage.cli.admin_cmd import admin_app  # noqa: E402 (registered beside kb)
+
+app.add_typer(admin_app, name="admin")
 
 
 @app.command()
