@@ -9,6 +9,7 @@ from datetime import datetime, timezone
 from traintriage.analyze import curves, refine
 from traintriage.analyze.observations import Observation, same_rank_context
 from traintriage.analyze.ranks import SuspectRank, report_ranks, suspects_for
+from traintriage.analyze.salient import excused_orders, failure_evidence, salient_lines
 from traintriage.analyze.scoring import Candidate, rank_candidates, score_entries
 from traintriage.analyze.timing import NO_PROGRESS, hang_finding
 from traintriage.kb.loader import KnowledgeBase
@@ -24,7 +25,6 @@ from traintriage.parse.traceback import Traceback, parse_traceback
 THRESHOLD = 0.3
 EXPLAINS_MARGIN = 0.15
 EXCUSED_FACTOR = 0.85
-IGNORED_SPAN = 30
 _COLLATERAL_SIGNAL = re.compile(r"SIGTERM|SIGHUP|SIGINT|Signal 15\b|got signal: 15")
 
 
@@ -86,7 +86,8 @@ def analyze(
     observations: list[Observation], scans: list[SourceScan], kb: KnowledgeBase, scanner: Scanner, names: list[str]
 ) -> Analysis:
     """`names`: the display name of each source, by index."""
-    candidates = score_entries(observations, kb, scanner, ignored_exception_lines(observations, scanner))
+    excused = excused_orders(observations, scanner)
+    candidates = score_entries(observations, kb, scanner, excused)
     points = _metric_points(observations, scans, scanner)
     _settle_excused(candidates, points, bool(_internal(observations, scanner, Internal.completion)))
     seen_ranks = {o.rank for o in observations if o.rank is not None} | {p.rank for p in points if p.rank is not None}
@@ -125,8 +126,8 @@ def analyze(
     environment = extract_environment([o.hit.text for o in _internal(observations, scanner, Internal.version)]
                                       + [o.hit.text for o in _internal(observations, scanner, Internal.gpu_model)])
     traceback = _root_traceback(root)
-    failed = root is not None or failure_indicated(observations, scanner)
-    salient = _salient(observations, scanner) if root is None and failed else []
+    failed = root is not None or bool(failure_evidence(observations, scanner, points, excused))
+    salient = salient_lines(observations, scanner, excused) if root is None and failed else []
     explained = {c.entry_id for c, _ in collateral}
     confidence = _confidence([c for c in ranked if c.entry_id not in explained], ranked)
     return Analysis(ranked=ranked, root=root, collateral=collateral, suspects=suspects,
@@ -263,53 +264,6 @@ def _root_traceback(root: Candidate | None) -> Traceback | None:
         return None
     lines = [context.message for context in same_rank_context(first.hit.before, first.rank)]
     return parse_traceback(lines, first.message)
-
-
-def _salient(observations: list[Observation], scanner: Scanner) -> list[Observation]:
-    """For unknown failures: the last exceptions and fatal lines, most telling first."""
-    picks: list[Observation] = []
-    for kind in (Internal.exception, Internal.fatal_signal, Internal.error_level, Internal.exit_code):
-        picks.extend(_internal(observations, scanner, kind)[-4:])
-    seen: set[tuple[int, int]] = set()
-    unique = []
-    for observation in picks:
-        key = (observation.hit.source, observation.hit.line)
-        if key not in seen:
-            seen.add(key)
-            unique.append(observation)
-    return unique[:8]
-
-
-def failure_indicated(observations: list[Observation], scanner: Scanner) -> bool:
-    """Did anything fail, whatever the KB says? Uncaught exceptions, fatal signals, non-zero
-    exits; not the exceptions Python reports as ignored, nor noise after training completed."""
-    exits = [o for o in _internal(observations, scanner, Internal.exit_code)
-             if re.search(r"(?:exitcode\s*:\s*-?[1-9]|(?:code|status)[: ]+-?[1-9])", o.hit.text)]
-    ignored = _internal(observations, scanner, Internal.exception_ignored)
-    tracebacks = [o for o in _internal(observations, scanner, Internal.traceback) if not _follows(o, ignored, 2)]
-    signals = _internal(observations, scanner, Internal.fatal_signal)
-    failures = exits + signals + tracebacks
-    completed = _internal(observations, scanner, Internal.completion)
-    if completed and failures:
-        first_done = min(completed, key=_position)
-        failures = [o for o in failures if _position(o) < _position(first_done)]
-    return bool(failures)
-
-
-def _position(observation: Observation) -> tuple[int, int]:
-    return (observation.hit.source, observation.hit.line)
-
-
-def _follows(observation: Observation, anchors: list[Observation], within: int) -> bool:
-    """Whether the observation comes at most `within` lines after one of the anchors."""
-    return any(a.hit.source == observation.hit.source and 0 < observation.hit.line - a.hit.line <= within
-               for a in anchors)
-
-
-def ignored_exception_lines(observations: list[Observation], scanner: Scanner) -> set[int]:
-    """Observation orders of lines inside a traceback Python printed as `Exception ignored in`."""
-    ignored = _internal(observations, scanner, Internal.exception_ignored)
-    return {o.order for o in observations if _follows(o, ignored, IGNORED_SPAN)} if ignored else set()
 
 
 def _confidence(rivals: list[Candidate], ranked: list[Candidate]) -> dict[str, float]:

@@ -29,6 +29,8 @@ class Internal(str, Enum):
     agent_failure = "agent-failure"
     report_rank = "report-rank"
     exception_ignored = "exception-ignored"
+    fatal_line = "fatal-line"
+    graph_break = "graph-break"
 
 
 @dataclass(frozen=True)
@@ -105,6 +107,25 @@ INTERNAL_PATTERNS: tuple[InternalPattern, ...] = (
         64,
     ),
     InternalPattern(Internal.exception_ignored, r"^(?:\S+: ?)?Exception ignored in: ", 256),
+    # Failure evidence that needs no Python traceback: a C++ exception that terminated the
+    # process, glog fatal/check-failure lines (PyTorch, TF, JAX/XLA), error-level glog lines
+    # that say something failed, NCCL warnings of a failure, a C assertion (CUDA device
+    # asserts), and fatal signals as shells and debuggers report them.
+    InternalPattern(
+        Internal.fatal_line,
+        r"(?:terminate called (?:after throwing|recursively|without an active exception)|\bwhat\(\): |"
+        r"(?:^|[\s:\]\[])F\d{4} \d\d:\d\d:\d\d\.\d+|: F [\w/\\.:-]+\.(?:cc|cpp|h):\d+\] |Check failed: |"
+        r"(?:^|[\s:\]\[])E(?:\d{4} \d\d:\d\d:\d\d\.\d+)? ?[^\s\]]*\.(?:cc|cpp|h|c):\d+\] [^\n]*"
+        r"(?:[Ff]ail|ERROR|[Ee]rror|EXHAUSTED|[Aa]bort|out of memory)|"
+        r"NCCL WARN [^\n]*(?:[Ff]ail|[Ee]rror|[Aa]bort|[Tt]imeout)|Assertion `[^`\n]*`(?: failed|\s*$)|"
+        r"\bIllegal instruction\b|\bBus error\b|Floating point exception|received signal SIG[A-Z]+|"
+        r"(?:^|[\s:\]])(?:CUDA|HIP) error: )",
+        256,
+        context=True,
+    ),
+    # TORCH_LOGS=graph_breaks prints a Dynamo traceback under this header while the run goes on.
+    InternalPattern(Internal.graph_break,
+                    r"(?:\[__graph_breaks\]|\.__graph_breaks: |Graph break in user code at |Graph Break Reason: )", 256),
     InternalPattern(Internal.agent_failure, r"failed \(exitcode: -?\d+\) local_rank: \d+", 1024),
     InternalPattern(Internal.report_rank, r"(?:^|[\s:>\]])rank\s*: \d+ \(local_rank: \d+\)", 1024),
     # Keyed on the non-finite value, not on "loss": loss is on every step line and "inf" in

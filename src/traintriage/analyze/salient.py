@@ -1,0 +1,91 @@
+"""Did the run fail, and which lines say so, with or without a Python traceback.
+
+Pasted snippets often carry no `Traceback (most recent call last):` header: an exception
+line, a C++ `terminate called ...` / `what():` pair, a glog fatal or check-failure line,
+an error-level framework line that says something failed, an NCCL failure warning, a C
+assertion, a fatal signal, a non-zero exit. Each makes the run a failure unless something
+later shows it recovered: the run completed, or training made progress after it in the
+same source. Lines Python reports as ignored, and Dynamo tracebacks that
+`TORCH_LOGS=graph_breaks` prints while the run goes on, are not failures.
+
+All of these lines come from the one Hyperscan pass (match/internal.py): nothing here
+reads the log again.
+"""
+
+from __future__ import annotations
+
+import re
+
+from traintriage.analyze.observations import Observation
+from traintriage.match.compiler import Scanner
+from traintriage.match.internal import Internal
+from traintriage.parse.metrics import MetricPoint
+
+IGNORED_SPAN = 30
+"""Lines after `Exception ignored in:` or a graph-break header that belong to its report."""
+MAX_SALIENT = 8
+
+# NCCL warns that it could not load an optional transport library, then falls back (to
+# sockets): that warning alone is not a failure.
+_NCCL_FALLBACK = re.compile(r"NCCL WARN (?:[Ff]ailed to (?:open|load|find)|[Cc]ould not (?:open|load|find)) ")
+_NONZERO_EXIT = re.compile(r"(?:exitcode\s*:\s*-?[1-9]|(?:code|status)[: ]+-?[1-9])")
+_EVIDENCE_KINDS = (Internal.traceback, Internal.exception, Internal.fatal_line, Internal.fatal_signal)
+_SALIENT_KINDS = (Internal.exception, Internal.fatal_line, Internal.fatal_signal, Internal.error_level,
+                  Internal.exit_code)
+
+
+def internal_lines(observations: list[Observation], scanner: Scanner, kind: Internal) -> list[Observation]:
+    wanted = set(scanner.by_internal(kind))
+    return [o for o in observations if wanted.intersection(o.hit.patterns)]
+
+
+def position(observation: Observation) -> tuple[int, int]:
+    return (observation.hit.source, observation.hit.line)
+
+
+def follows(observation: Observation, anchors: list[Observation], within: int) -> bool:
+    """Whether the observation comes at most `within` lines after (or on) one of the anchors."""
+    return any(a.hit.source == observation.hit.source and 0 <= observation.hit.line - a.hit.line <= within
+               for a in anchors)
+
+
+def excused_orders(observations: list[Observation], scanner: Scanner) -> set[int]:
+    """Orders of lines inside a report that is not a failure: an exception Python printed as
+    `Exception ignored in`, a Dynamo graph break logged while compilation carries on."""
+    anchors = (internal_lines(observations, scanner, Internal.exception_ignored)
+               + internal_lines(observations, scanner, Internal.graph_break))
+    return {o.order for o in observations if follows(o, anchors, IGNORED_SPAN)} if anchors else set()
+
+
+def failure_evidence(
+    observations: list[Observation], scanner: Scanner, points: list[MetricPoint], excused: set[int]
+) -> list[Observation]:
+    """The lines that show a failure nothing later recovered from, in log order."""
+    exits = [o for o in internal_lines(observations, scanner, Internal.exit_code) if _NONZERO_EXIT.search(o.hit.text)]
+    found = {o.order: o for kind in _EVIDENCE_KINDS for o in internal_lines(observations, scanner, kind)}
+    found.update((o.order, o) for o in exits)
+    evidence = sorted((o for o in found.values() if o.order not in excused and not _NCCL_FALLBACK.search(o.hit.text)),
+                      key=position)
+    completed = internal_lines(observations, scanner, Internal.completion)
+    if completed:
+        first_done = min(completed, key=position)
+        evidence = [o for o in evidence if position(o) < position(first_done)]
+    last_progress: dict[int, int] = {}
+    for point in points:
+        if point.step is not None or point.loss is not None:
+            last_progress[point.source] = max(last_progress.get(point.source, 0), point.line)
+    return [o for o in evidence if last_progress.get(o.hit.source, 0) <= o.hit.line]
+
+
+def salient_lines(observations: list[Observation], scanner: Scanner, excused: set[int]) -> list[Observation]:
+    """For a failure no signature explains: the last exceptions and fatal lines, most telling first."""
+    picks: list[Observation] = []
+    for kind in _SALIENT_KINDS:
+        picks.extend([o for o in internal_lines(observations, scanner, kind) if o.order not in excused][-4:])
+    seen: set[tuple[int, int]] = set()
+    unique = []
+    for observation in picks:
+        if position(observation) not in seen:
+            seen.add(position(observation))
+            unique.append(observation)
+    return unique[:MAX_SALIENT]

@@ -1,0 +1,86 @@
+"""Failure evidence without a traceback header, and healthy logs that only look alarming."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from traintriage.pipeline import diagnose
+from traintriage.report.model import Status
+
+FAILED = {
+    "old-style runtime error then terminate": [
+        "RuntimeError: cuda runtime error (214) : uncorrectable ECC error encountered at /opt/conda/conda-bld/"
+        "pytorch_1556653099582/work/aten/src/THC/THCCachingAllocator.cpp:510",
+        "terminate called after throwing an instance of 'c10::Error'",
+    ],
+    "c++ exception only": [
+        "terminate called after throwing an instance of 'std::runtime_error'",
+        "  what():  unable to mmap 1048576 bytes from file </dev/shm/torch_1234_567>: Cannot allocate memory (12)",
+        "Aborted (core dumped)",
+    ],
+    "tensorflow fatal allocation lines": [
+        "2026-12-03 07:12:40.456418: E external/local_xla/xla/stream_executor/cuda/cuda_driver.cc:1230] failed to "
+        "alloc 17179869184 bytes on host: CUDA_ERROR_OUT_OF_MEMORY: out of memory",
+    ],
+    "glog check failure": [
+        "F1203 07:12:40.123456 4412 pjrt_stream_executor_client.cc:1023] Check failed: buffer != nullptr",
+    ],
+    "illegal instruction from the shell": ["Illegal instruction (core dumped)"],
+    "a device assertion wrapped by the terminal": [
+        "/pytorch/aten/src/ATen/native/cuda/Indexing.cu:1422: indexSelectLargeIndex: block: [3,0,0], thread: [6,0,0] "
+        "Assertion `srcIndex < srcSelectDimSize`",
+        " failed.",
+    ],
+}
+
+HEALTHY = {
+    "nccl falls back to sockets": [
+        "gpu7:4412:4412 [0] NCCL INFO Bootstrap : Using eth0:10.1.2.3<0>",
+        "gpu7:4412:4412 [0] misc/ibvwrap.cc:105 NCCL WARN Failed to open libibverbs.so[.1]",
+        "gpu7:4412:4412 [0] NCCL INFO NET/Socket : Using [0]eth0:10.1.2.3<0>",
+        "gpu7:4412:4412 [0] NCCL INFO Using network Socket",
+    ],
+    "an exception the loop caught, then training went on": [
+        "step 100 loss 2.31",
+        "ConnectionResetError: [Errno 104] Connection reset by peer",
+        "retrying upload of metrics in 5 s",
+        "step 101 loss 2.30",
+        "step 102 loss 2.29",
+    ],
+    "torch.compile graph breaks logged with TORCH_LOGS=graph_breaks": [
+        "V1203 07:12:40.783000 4412 torch/_dynamo/symbolic_convert.py:611] [0/0] [__graph_breaks] Graph break in user "
+        "code at /workspace/model.py:62",
+        "V1203 07:12:40.783000 4412 torch/_dynamo/symbolic_convert.py:611] [0/0] [__graph_breaks] Graph Break Reason: "
+        "Unsupported Tensor.item() call with capture_scalar_outputs=False",
+        "V1203 07:12:40.783000 4412 torch/_dynamo/symbolic_convert.py:611] [0/0] [__graph_breaks] User code traceback:",
+        'V1203 07:12:40.783000 4412 torch/_dynamo/symbolic_convert.py:611] [0/0] [__graph_breaks]   File '
+        '"/workspace/model.py", line 62, in forward',
+        "V1203 07:12:40.783000 4412 torch/_dynamo/symbolic_convert.py:611] [0/0] [__graph_breaks]     n = int(mask.sum().item())",
+        "V1203 07:12:40.783000 4412 torch/_dynamo/symbolic_convert.py:611] [0/0] [__graph_breaks] "
+        "torch._dynamo.exc.Unsupported: Unsupported Tensor.item() call with capture_scalar_outputs=False",
+        "epoch 0 step 10 loss 1.92",
+    ],
+}
+
+
+def _diagnose(tmp_path: Path, lines: list[str]) -> Status:
+    path = tmp_path / "pasted.log"
+    path.write_text("\n".join(lines) + "\n")
+    return diagnose([str(path)]).status
+
+
+@pytest.mark.parametrize("name", sorted(FAILED))
+def test_failure_without_traceback_is_a_failure(tmp_path: Path, name: str) -> None:
+    assert _diagnose(tmp_path, FAILED[name]) in (Status.failure, Status.unknown_failure)
+
+
+@pytest.mark.parametrize("name", sorted(HEALTHY))
+def test_alarming_but_healthy_stays_healthy(tmp_path: Path, name: str) -> None:
+    assert _diagnose(tmp_path, HEALTHY[name]) is Status.no_failure
+
+
+def test_the_same_exception_at_the_end_is_a_failure(tmp_path: Path) -> None:
+    lines = ["step 100 loss 2.31", "step 101 loss 2.30", "ConnectionResetError: [Errno 104] Connection reset by peer"]
+    assert _diagnose(tmp_path, lines) is not Status.no_failure
