@@ -105,7 +105,11 @@ def kb_list(
 ) -> int:
     """One line per entry."""
     from traintriage.kb.loader import load_kb
+    from traintriage.kb.schema import Category
 
+    valid = sorted(c.value for c in Category)
+    if category is not None and category not in valid:
+        raise UsageError(f"unknown category '{category}'; valid categories: {', '.join(valid)}")
     entries = [e for e in load_kb().entries.values() if category is None or e.category.value == category]
     entries.sort(key=lambda e: (e.category.value, e.id))
     if output_format is OutputFormat.json:
@@ -187,7 +191,9 @@ def run_typer() -> int:
     except Exit as exc:
         return exc.exit_code
     except TyperException as exc:
-        print(f"traintriage: {exc.format_message()}", file=sys.stderr)
+        message = exc.format_message()
+        if message:  # empty when a bare command printed its help instead (no_args_is_help)
+            print(f"traintriage: {message}", file=sys.stderr)
         return 64
     except Abort:
         return 130

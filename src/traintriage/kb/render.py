@@ -1,10 +1,11 @@
-"""An entry as text for `kb show`, and a plain word search for `kb search`."""
+"""An entry as text for `kb show`, and the ranked search of `kb search` (and the web app)."""
 
 from __future__ import annotations
 
-import re
+from functools import cache
 
 from traintriage.kb.loader import KnowledgeBase
+from traintriage.kb.reporttext import code_variants, step_text
 from traintriage.kb.schema import Entry
 
 
@@ -17,9 +18,10 @@ def render_entry(entry: Entry) -> str:
     out += ["", "Confirm"]
     out.extend(f"  {n}. {c}" for n, c in enumerate(entry.confirm, 1))
     out += ["", f"Fix: {entry.fix.summary}"]
-    out.extend(f"  {n}. {s}" for n, s in enumerate(entry.fix.steps, 1))
+    out.extend(f"  {n}. {step_text(s)}" for n, s in enumerate(entry.fix.steps, 1))
     for stack, code in entry.fix.code.items():
-        out += [f"  [{stack}]"] + [f"    {line}" for line in code.rstrip().splitlines()]
+        for text, label in code_variants(code):
+            out += [f"  [{stack}{label}]"] + [f"    {line}" for line in text.rstrip().splitlines()]
     out += ["", "Verify", f"  {entry.verify}", "", "Prevention"]
     out.extend(f"  - {p}" for p in entry.prevention)
     out += ["", "Signatures"]
@@ -31,25 +33,41 @@ def render_entry(entry: Entry) -> str:
     return "\n".join(out) + "\n"
 
 
+MAX_RESULTS = 15
+ROOT_MATCH = 2.0
+"""Added to a BM25 score normalised to 1 for the best entry: a query that a root signature
+matches (an error message pasted whole) puts that entry first. Supporting and collateral
+signatures add nothing: their lines are another failure's own words."""
+
+
 def search_entries(kb: KnowledgeBase, text: str) -> list[Entry]:
-    """Entries ranked by how many query words they contain; an error line also tries signatures."""
-    words = [w for w in re.findall(r"[\w-]+", text.lower()) if len(w) > 2]
-    scored: list[tuple[float, str, Entry]] = []
-    for entry in kb.entries.values():
-        haystack = " ".join([entry.id, entry.title, entry.summary, " ".join(entry.tags)]).lower()
-        score = float(sum(1 for w in words if w in haystack))
-        if any(_signature_matches(s.pattern, text) for s in entry.signatures):
-            score += 10
-        if score > 0:
-            scored.append((score, entry.id, entry))
-    scored.sort(key=lambda item: (-item[0], item[1]))
-    return [entry for _, _, entry in scored[:15]]
+    """Entries best first: BM25 over titles, summaries, symptoms and signature words, and
+    the entries whose signatures match the text itself."""
+    from traintriage.kb.schema import Role
+    from traintriage.kb.search_index import search_index
+
+    index = search_index(kb)
+    scores = index.scores(text)
+    best = max(scores.values(), default=0.0) or 1.0
+    ranked = {entry_id: score / best for entry_id, score in scores.items()}
+    for entry in index.entries:
+        if any(s.role is Role.root and _signature_matches(s.pattern, text) for s in entry.signatures):
+            ranked[entry.id] = ranked.get(entry.id, 0.0) + ROOT_MATCH
+    order = sorted(ranked, key=lambda entry_id: (-ranked[entry_id], entry_id))
+    return [kb.entries[entry_id] for entry_id in order[:MAX_RESULTS]]
 
 
-def _signature_matches(pattern: str, text: str) -> bool:
+@cache
+def _compiled(pattern: str) -> object | None:
     import re2
 
     try:
-        return re2.search(pattern, text) is not None
+        compiled: object = re2.compile(pattern)
     except Exception:  # an invalid pattern is reported by `kb lint`, not here
-        return False
+        return None
+    return compiled
+
+
+def _signature_matches(pattern: str, text: str) -> bool:
+    compiled = _compiled(pattern)
+    return compiled is not None and compiled.search(text) is not None  # type: ignore[attr-defined]
