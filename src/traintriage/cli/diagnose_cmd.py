@@ -21,6 +21,13 @@ def write(text: str) -> None:
     sys.stdout.flush()
 
 
+def with_warnings(markdown: str, warnings: list[str]) -> str:
+    """The Markdown report with a Warnings section (what was not read), unless it has one."""
+    if not warnings or "### Warnings" in markdown:
+        return markdown
+    return markdown.rstrip("\n") + "\n\n### Warnings\n\n" + "".join(f"- {w}\n" for w in warnings)
+
+
 def diagnose_command(paths: list[str], output_format: OutputFormat, mask: bool, jobs: int | None) -> int:
     """Diagnose, print in the chosen format, warnings on stderr; the exit status of OUTPUT.md."""
     from traintriage.cli.terminal import scan_progress
@@ -31,7 +38,7 @@ def diagnose_command(paths: list[str], output_format: OutputFormat, mask: bool, 
     if output_format is OutputFormat.json:
         write(render_json(diagnosis))
     elif output_format is OutputFormat.markdown:
-        write(render_markdown(diagnosis))
+        write(with_warnings(render_markdown(diagnosis), diagnosis.warnings))
     else:
         from traintriage.cli.terminal import print_diagnosis
 

@@ -79,7 +79,11 @@ def mask_command(paths: list[str]) -> int:
     status = EXIT_OK
     for item in paths or [STDIN]:
         try:
-            for source in discover([item]):
+            warnings: list[str] = []
+            sources = discover([item], warnings)
+            for warning in warnings:
+                _error(f"warning: {warning}")
+            for source in sources:
                 _mask_source(source, out)
         except BrokenPipeError:
             _silence_stdout()
@@ -115,8 +119,7 @@ def _mask_source(source: Source, out: _Output) -> None:
     except (EOFError, ValueError) as exc:
         raise InputError(f"{source.name}: input ends early: {_first_line(exc)}") from exc
     finally:
-        if source.path is not None:
-            stream.close()
+        stream.close()
 
 
 def _first_line(exc: BaseException) -> str:

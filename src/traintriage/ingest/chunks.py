@@ -11,6 +11,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from traintriage.errors import TraintriageError
+
 if TYPE_CHECKING:
     from traintriage.ingest.sources import ByteStream
 
@@ -90,6 +92,8 @@ def _read_into(
         block = stream.read(len(target)) or b""
         target[: len(block)] = block
         return len(block)
+    except TraintriageError:  # our own verdict on the input (a binary stream): not a cut
+        raise
     except Exception as exc:  # EOFError, OSError, or a decompressor's own error type
         if problems is None:
             raise
