@@ -5,6 +5,7 @@ Both need the `serve` extra; without it they stop with a one-line error naming t
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -35,7 +36,8 @@ def serve_command(host: str, port: int, workers: int) -> int:
     open_store(WebSettings.from_env().database_url).close()
     print(f"traintriage: serving on http://{host}:{port} (Ctrl-C stops)", file=sys.stderr)
     uvicorn.run("traintriage.web.app:create_app", factory=True, host=host, port=port, workers=workers,
-                log_level="warning", server_header=False)
+                log_level="warning", server_header=False,
+                forwarded_allow_ips=os.environ.get("TRAINTRIAGE_TRUSTED_PROXIES") or None)
     return 0
 
 

@@ -31,6 +31,7 @@ KEY_DAILY_LIMIT = 1000
 KEY_PREFIX = "tt_key_"
 CODE_PREFIX = "tt_eval_"
 TRUSTED_PROXIES_ENV = "TRAINTRIAGE_TRUSTED_PROXIES"
+DEFAULT_TRUSTED_PROXIES = "127.0.0.1"  # uvicorn's default too: a reverse proxy on the same host
 _EMAIL = re.compile(r"[^@\s]{1,64}@[^@\s]{1,255}\.[A-Za-z]{2,63}")
 
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
@@ -70,7 +71,7 @@ def token_hash(token: str) -> str:
 
 def trusted_proxies(spec: str | None = None) -> list[Network]:
     """Parse `TRAINTRIAGE_TRUSTED_PROXIES` (comma-separated addresses or CIDR networks)."""
-    text = os.environ.get(TRUSTED_PROXIES_ENV, "") if spec is None else spec
+    text = os.environ.get(TRUSTED_PROXIES_ENV, DEFAULT_TRUSTED_PROXIES) if spec is None else spec
     networks: list[Network] = []
     for item in filter(None, (part.strip() for part in text.split(","))):
         try:
@@ -203,6 +204,23 @@ def caller_for_token(store: Store, token: str) -> Caller:
     with store.sessions() as session:
         key = session.scalar(sa.select(ApiKey).where(ApiKey.key_hash == digest))
         code = None if key else session.scalar(sa.select(EvaluationCode).where(EvaluationCode.code_hash == digest))
+    return _caller_of(store, key, code)
+
+
+def caller_for_subject(store: Store, subject: str) -> Caller:
+    """The caller a signed session names (`key:<id>` or `code:<id>`), checked again for revocation and expiry."""
+    kind, _, number = subject.partition(":")
+    if kind not in ("key", "code") or not number.isdigit():
+        raise IdentityError("unknown API key or evaluation code")
+    with store.sessions() as session:
+        key = session.get(ApiKey, int(number)) if kind == "key" else None
+        code = session.get(EvaluationCode, int(number)) if kind == "code" else None
+    if code is not None and code.code_hash is None:
+        code = None  # a request not approved yet
+    return _caller_of(store, key, code)
+
+
+def _caller_of(store: Store, key: ApiKey | None, code: EvaluationCode | None) -> Caller:
     if key is not None:
         if key.revoked_at is not None:
             raise IdentityError("this API key was revoked; ask your traintriage admin for a new one")

@@ -51,6 +51,9 @@ class Quotas(Protocol):
     def take(self, subject: str, limit: int) -> Allowance:
         """Use one diagnosis of today's allowance if any is left."""
 
+    def give_back(self, subject: str) -> None:
+        """Return a unit taken for a request that then failed (bad input): only diagnoses count."""
+
     def peek(self, subject: str, limit: int) -> Allowance:
         """Today's usage, changing nothing."""
 
@@ -75,6 +78,12 @@ class DatabaseQuotas:
             used = connection.scalar(sa.select(QuotaUsage.used).where(key)) or 0
         return Allowance(bool(taken), limit, used, resets_at)
 
+    def give_back(self, subject: str) -> None:
+        day, _ = _day_bounds(self.store.clock())
+        with self.store.engine.begin() as connection:
+            connection.execute(sa.update(QuotaUsage).where(QuotaUsage.subject == subject, QuotaUsage.day == day,
+                                                           QuotaUsage.used > 0).values(used=QuotaUsage.used - 1))
+
     def peek(self, subject: str, limit: int) -> Allowance:
         day, resets_at = _day_bounds(self.store.clock())
         with self.store.engine.connect() as connection:
@@ -92,6 +101,11 @@ if used == 1 then redis.call('EXPIREAT', KEYS[1], ARGV[2]) end
 return {1, used}
 """
 
+_GIVE_BACK = """
+if tonumber(redis.call('GET', KEYS[1]) or '0') > 0 then redis.call('DECR', KEYS[1]) end
+return 0
+"""
+
 
 @dataclass
 class RedisQuotas:
@@ -107,6 +121,10 @@ class RedisQuotas:
         expiry = int(resets_at.timestamp()) + 3600  # an hour's grace against clock skew between hosts
         taken, used = self.client.eval(_TAKE, 1, self._key(subject, day), limit, expiry)
         return Allowance(bool(taken), limit, int(used), resets_at)
+
+    def give_back(self, subject: str) -> None:
+        day, _ = _day_bounds(self.store.clock())
+        self.client.eval(_GIVE_BACK, 1, self._key(subject, day))
 
     def peek(self, subject: str, limit: int) -> Allowance:
         day, resets_at = _day_bounds(self.store.clock())

@@ -21,6 +21,7 @@ from starlette.responses import HTMLResponse, JSONResponse, Response
 
 from traintriage import __version__
 from traintriage.errors import TraintriageError
+from traintriage.web import routes_team
 from traintriage.web.links import Links
 from traintriage.web.problems import PROBLEM_JSON, Problem, problem_of
 from traintriage.web.rendering import render
@@ -59,6 +60,7 @@ def create_app(settings: WebSettings | None = None, store_factory: StoreFactory 
     app.include_router(kb.router)
     app.include_router(api.router)
     app.include_router(meta.router)
+    routes_team.install(app)  # team service: identity, quotas, history, alerts, questions (issue 16)
     _install_error_handlers(app)
     return app
 
