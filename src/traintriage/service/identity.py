@@ -25,6 +25,7 @@ from traintriage.service.secrets_store import server_secret
 from traintriage.service.store import Store
 
 ANONYMOUS_DAILY_LIMIT = 3
+ANONYMOUS_LIMIT_ENV = "TRAINTRIAGE_ANONYMOUS_DAILY_LIMIT"
 CODE_DAILY_LIMIT = 50
 CODE_LIFETIME = timedelta(days=14)
 KEY_DAILY_LIMIT = 1000
@@ -103,7 +104,13 @@ def client_address(peer: str, forwarded_for: str | None, proxies: list[Network])
 def anonymous_caller(store: Store, address: str) -> Caller:
     salt = server_secret(store, "anonymous-salt")
     digest = hmac.new(salt.encode(), address.encode(), hashlib.sha256).hexdigest()[:32]
-    return Caller("anonymous", f"anon:{digest}", None, "anonymous", ANONYMOUS_DAILY_LIMIT)
+    return Caller("anonymous", f"anon:{digest}", None, "anonymous", anonymous_daily_limit())
+
+
+def anonymous_daily_limit() -> int:
+    """`TRAINTRIAGE_ANONYMOUS_DAILY_LIMIT`, else 3 diagnoses a day per address."""
+    value = os.environ.get(ANONYMOUS_LIMIT_ENV, "")
+    return int(value) if value.isdigit() and int(value) > 0 else ANONYMOUS_DAILY_LIMIT
 
 
 # --- API keys ------------------------------------------------------------------------------

@@ -22,6 +22,7 @@ class JsonFormatter(logging.Formatter):
             "level": record.levelname.lower(),
             "logger": record.name,
             "message": record.getMessage(),
+            "pid": record.process,
         }
         entry.update({k: v for k, v in record.__dict__.items() if k not in _STANDARD and not k.startswith("_")})
         if record.exc_info:
