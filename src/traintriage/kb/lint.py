@@ -10,6 +10,7 @@ import yaml
 
 from traintriage.errors import KnowledgeBaseError
 from traintriage.kb.loader import ENTRIES_DIR, EXAMPLES_DIR, check_links, entry_files, parse_entry
+from traintriage.kb.reporttext import report_text_problems
 from traintriage.kb.schema import Entry, Role
 
 MIN_POSITIVES = 2
@@ -80,6 +81,7 @@ def lint_entry(entry: Entry, healthy: list[str] | None = None) -> list[str]:
         problems.append(f"{entry.id}: needs at least {MIN_NEGATIVES} negative example in examples/{entry.id}/")
     if entry.id in entry.explains:
         problems.append(f"{entry.id}: explains itself")
+    problems.extend(report_text_problems(entry))
     return problems
 
 

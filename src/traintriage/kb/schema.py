@@ -131,11 +131,60 @@ STACKS = frozenset(
 )
 
 
+FACT_VALUES: dict[str, frozenset[str]] = {
+    "phase": frozenset({"setup", "model-load", "first-step", "step", "eval", "checkpoint", "shutdown"}),
+    "stack": frozenset({"pytorch", "ddp", "fsdp", "deepspeed", "hf-trainer", "accelerate", "lightning", "megatron",
+                        "vllm", "jax", "tensorflow", "llama-cpp", "lua-torch"}),
+    "dtype": frozenset({"fp32", "fp16", "bf16", "fp8"}),
+    "backend": frozenset({"nccl", "gloo", "mpi", "rccl"}),
+}
+"""The facts of a run (analyze/facts.py) a fix variant may be conditioned on, and their values."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class When(Strict):
+    """Conditions on the facts of the run; each names one value or several (any of them).
+    A variant applies when every stated fact is known and matches; it contradicts the run
+    when a stated fact is known and differs; an unknown fact neither selects nor drops it."""
+
+    phase: str | list[str] | None = None
+    stack: str | list[str] | None = None
+    dtype: str | list[str] | None = None
+    backend: str | list[str] | None = None
+    all_ranks_same: bool | None = None
+
+    def __post_init__(self) -> None:
+        for name, allowed in FACT_VALUES.items():
+            unknown = set(self.values(name)) - allowed
+            if unknown:
+                raise ValueError(f"when.{name}: unknown value(s) {sorted(unknown)}; use one of {sorted(allowed)}")
+
+    def values(self, name: str) -> list[str]:
+        value = getattr(self, name)
+        return [] if value is None else [value] if isinstance(value, str) else list(value)
+
+
+@dataclass(frozen=True, kw_only=True)
+class FixStep(Strict):
+    """A fix step for some runs only; `because` ends "because ..." in the report."""
+
+    step: Text
+    when: When
+    because: Text
+
+
+@dataclass(frozen=True, kw_only=True)
+class FixCode(Strict):
+    code: Text
+    when: When
+    because: Text
+
+
 @dataclass(frozen=True, kw_only=True)
 class Fix(Strict):
     summary: Text
-    steps: Annotated[list[Text], NonEmpty]
-    code: dict[str, Text] = field(default_factory=dict)
+    steps: Annotated[list[Text | FixStep], NonEmpty]
+    code: dict[str, Text | list[FixCode]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         unknown = set(self.code) - STACKS
@@ -173,6 +222,8 @@ class Entry(Strict):
     systems: Annotated[list[Text], NonEmpty]
     tags: list[Text] = field(default_factory=list)
     summary: Text
+    report_summary: Text | None = None
+    """One whole sentence written for the report; `summary` stays for `kb show` and the web page."""
     mechanism: Text
     symptoms: Annotated[list[Symptom], NonEmpty]
     signatures: Annotated[list[Signature], NonEmpty]

@@ -29,6 +29,7 @@ class Internal(str, Enum):
     agent_failure = "agent-failure"
     report_rank = "report-rank"
     exception_ignored = "exception-ignored"
+    run_fact = "run-fact"
     fatal_line = "fatal-line"
     graph_break = "graph-break"
 
@@ -107,6 +108,15 @@ INTERNAL_PATTERNS: tuple[InternalPattern, ...] = (
         64,
     ),
     InternalPattern(Internal.exception_ignored, r"^(?:\S+: ?)?Exception ignored in: ", 256),
+    # Start-up lines that state a fact of the run (analyze/facts.py): world size, precision,
+    # backend, ZeRO stage. Keyed on rare literals so the scan stays fast.
+    InternalPattern(
+        Internal.run_fact,
+        r"(?:\bworld_size\s?[=:]\s?\d|WORLD_SIZE[=:]\s?\d|--nnodes[= ]\d|--nproc[-_]per[-_]node[= ]\d|"
+        r"\b(?:bf16|fp16)\s?[=:]\s?True|torch_dtype\s?[=:]|mixed_precision\s?[=:]|ZeRO [Ss]tage \d|"
+        r"\bbackend\s?[=:]\s?['\"]?(?:nccl|gloo|mpi)\b|Distributed environment: )",
+        64,
+    ),
     # Failure evidence that needs no Python traceback: a C++ exception that terminated the
     # process, glog fatal/check-failure lines (PyTorch, TF, JAX/XLA), error-level glog lines
     # that say something failed, NCCL warnings of a failure, a C assertion (CUDA device

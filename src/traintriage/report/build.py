@@ -1,18 +1,28 @@
-"""Turn an Analysis into the Diagnosis model of the output contract."""
+"""Turn an Analysis into the Diagnosis model of the output contract, with the facts of the
+run, the fix chosen for them and the consistency rules (report/consistency.py) applied."""
 
 from __future__ import annotations
 
+import re
+
 from traintriage.analyze.engine import Analysis
-from traintriage.analyze.observations import Observation
+from traintriage.analyze.facts import RunFacts, kept_texts, run_facts
+from traintriage.analyze.observations import Observation, same_rank_context
 from traintriage.analyze.scoring import Candidate
 from traintriage.ingest.sources import Source
 from traintriage.kb.loader import KnowledgeBase
+from traintriage.kb.schema import Entry
 from traintriage.match.scan import SourceScan
+from traintriage.parse.prefix import parse_prefix
+from traintriage.parse.traceback import Frame, parse_traceback
+from traintriage.report import consistency
+from traintriage.report.fixes import choose_fix
 from traintriage.report.model import (
     Anomaly,
     Collateral,
     Diagnosis,
     Evidence,
+    Facts,
     FixAdvice,
     Ranks,
     RootCause,
@@ -28,13 +38,25 @@ MAX_EVIDENCE = 3
 MAX_TIMELINE = 12
 
 
+_REPORT_RANK = re.compile(r"rank\s*: (\d+) \(local_rank: (\d+)\)")
+
+
+def own_time(observation: Observation) -> str | None:
+    """The time printed on the event's own line; a time borrowed from a neighbouring line (a
+    start-up banner, the previous rank's message) is not the event's time."""
+    if observation.time is None:
+        return None
+    stamp = parse_prefix(observation.hit.text, observation.time.year).time
+    return stamp.isoformat().replace("+00:00", "Z") if stamp is not None else None
+
+
 def evidence_of(observation: Observation) -> Evidence:
     return Evidence(
         source=observation.source_name,
         line=max(1, observation.hit.line),
         rank=observation.rank,
         host=observation.host,
-        time=observation.time.isoformat().replace("+00:00", "Z") if observation.time else None,
+        time=own_time(observation),
         text=observation.hit.text.strip(),
     )
 
@@ -67,11 +89,58 @@ def _timeline(analysis: Analysis) -> list[TimelineEvent]:
             per_rank.setdefault(observation.rank, observation)
         for observation in per_rank.values():
             events.append((observation.sort_key, TimelineEvent(
-                time=observation.time.isoformat().replace("+00:00", "Z") if observation.time else None,
-                rank=observation.rank, what=candidate.entry_id, source=observation.source_name,
-                line=observation.hit.line)))
+                time=own_time(observation), rank=observation.rank, what=candidate.entry_id,
+                source=observation.source_name, line=observation.hit.line)))
     events.sort(key=lambda pair: pair[0])
-    return [event for _, event in events[:MAX_TIMELINE]]
+    return consistency.unique_rows([event for _, event in events])[:MAX_TIMELINE]
+
+
+def _facts_out(facts: RunFacts) -> Facts:
+    return Facts(stack=facts.stack, launcher=facts.launcher, backend=facts.backend, phase=facts.phase,
+                 phase_reason=facts.phase_reason, step=facts.step, dtype=facts.dtype, platform=facts.platform,
+                 zero_stage=facts.zero_stage, world_size=facts.world_size, ranks_failed=facts.ranks_failed,
+                 all_ranks_same=facts.all_ranks_same)
+
+
+def _user_frame(analysis: Analysis, scans: list[SourceScan], rank: int | None) -> Frame | None:
+    """The culprit rank's innermost frame in the user's own code: from the root cause's
+    traceback, else from another traceback the same rank printed (a chained exception, the
+    re-raise in the script), nearest to the root cause's first line."""
+    traceback = analysis.traceback
+    if traceback is not None and traceback.user_frame is not None:
+        return traceback.user_frame
+    first = analysis.root.first if analysis.root else None
+    if first is None:
+        return None
+    hits = [hit for scan in scans if scan.source == first.hit.source for hit in scan.hits if hit.before]
+    hits.sort(key=lambda hit: abs(hit.line - first.hit.line))
+    for hit in hits:
+        if not any("Traceback (most recent call last)" in line for line in hit.before):
+            continue
+        hit_rank = parse_prefix(hit.text).rank
+        if rank is not None and hit_rank is not None and hit_rank != rank:
+            continue
+        lines = [context.message for context in same_rank_context(hit.before, rank)]
+        parsed = parse_traceback(lines, hit.text)
+        if parsed is not None and parsed.user_frame is not None:
+            return parsed.user_frame
+    return None
+
+
+def _fix(entry: Entry, facts: RunFacts) -> FixAdvice:
+    chosen = choose_fix(entry, facts)
+    more = f"traintriage kb show {entry.id}" if chosen.left_out else None
+    return FixAdvice(summary=entry.fix.summary, steps=chosen.steps, code=chosen.code, chosen=chosen.chosen,
+                     because=chosen.because, more=more)
+
+
+def _report_ranks(scans: list[SourceScan]) -> dict[int, int]:
+    """torchrun's failure report: local rank -> global rank, where the mapping is unambiguous."""
+    pairs: dict[int, set[int]] = {}
+    for text in kept_texts(scans):
+        for match in _REPORT_RANK.finditer(text):
+            pairs.setdefault(int(match.group(2)), set()).add(int(match.group(1)))
+    return {local: next(iter(ranks)) for local, ranks in pairs.items() if len(ranks) == 1}
 
 
 def build_diagnosis(
@@ -96,12 +165,20 @@ def build_diagnosis(
             anomalies=anomalies,
             environment=analysis.environment,
             unknown=[evidence_of(o) for o in analysis.salient] if failed else [],
+            candidates=[CandidateOut(id=c.entry_id, confidence=analysis.confidence.get(c.entry_id, 0.0))
+                        for c in analysis.ranked[:5]],
             warnings=warnings,
             stats=stats,
         )
     entry = kb.entries[root.entry_id]
+    facts = run_facts(scans, root, entry, analysis.traceback, [p for scan in scans for p in scan.metrics], seen_set(
+        analysis))
+    suspects = consistency.local_rank_mapped(analysis.suspects, facts, _report_ranks(scans))
+    verdict = consistency.rank_verdict(suspects, entry, facts, _ranks_of(root), analysis.seen_ranks)
+    initiating = verdict.initiating
     traceback = analysis.traceback
-    frame = traceback.user_frame if traceback else None
+    frame = _user_frame(analysis, scans, initiating if initiating is not None else (root.first.rank if root.first
+                                                                                   else None))
     root_out = RootCause(
         id=entry.id,
         title=entry.title,
@@ -112,28 +189,44 @@ def build_diagnosis(
         evidence=_evidence(root),
         exception=(traceback.chained_from or traceback.exception) if traceback else None,
         user_frame=UserFrame(file=frame.file, line=frame.line, function=frame.function) if frame else None,
+        report_summary=entry.report_summary or first_sentence(entry.summary),
     )
-    failed_ranks = [analysis.initiating_rank] if analysis.initiating_rank is not None else _ranks_of(root)
     collateral = [
         Collateral(id=c.entry_id, title=kb.entries[c.entry_id].title, ranks=_ranks_of(c), explained_by=by,
                    count=max(len(c.roots), analysis.matches.get(c.entry_id, 0)))
         for c, by in analysis.collateral
     ]
-    collateral_ranks = sorted({r for c in collateral for r in c.ranks} - set(failed_ranks))
+    collateral = consistency.without_initiator(collateral, initiating)
+    collateral_ranks = sorted({r for c in collateral for r in c.ranks} - set(verdict.failed))
+    collateral, backend_notes = consistency.named_for_backend(collateral, facts, initiating)
+    for item in collateral:
+        item.ranks = [r for r in item.ranks if r not in verdict.failed]
     return Diagnosis(
         status=Status.failure,
         root_cause=root_out,
         candidates=[CandidateOut(id=c.entry_id, confidence=analysis.confidence.get(c.entry_id, 0.0))
                     for c in analysis.ranked[:5]],
-        initiating_rank=analysis.initiating_rank,
-        suspects=[Suspect(rank=s.rank, host=s.host, reason=s.reason) for s in analysis.suspects],
-        ranks=Ranks(seen=seen, failed=failed_ranks, collateral=collateral_ranks),
+        initiating_rank=initiating,
+        suspects=[Suspect(rank=s.rank, host=s.host, reason=s.reason) for s in suspects],
+        ranks=Ranks(seen=seen, failed=verdict.failed, collateral=collateral_ranks),
         collateral=collateral,
         anomalies=anomalies,
         timeline=_timeline(analysis),
-        fix=FixAdvice(summary=entry.fix.summary, steps=list(entry.fix.steps), code=dict(entry.fix.code)),
+        fix=_fix(entry, facts),
         verify=entry.verify,
         environment=analysis.environment,
+        facts=_facts_out(facts),
+        notes=verdict.notes + backend_notes,
         warnings=warnings,
         stats=stats,
     )
+
+
+def seen_set(analysis: Analysis) -> set[int]:
+    return set(analysis.seen_ranks)
+
+
+def first_sentence(text: str) -> str:
+    """The first whole sentence of a text (for an entry without a report_summary)."""
+    match = re.search(r"^.*?[.!?](?=\s+[A-Z(`]|$)", " ".join(text.split()))
+    return match.group(0) if match else text

@@ -1,4 +1,13 @@
-"""The Diagnosis: the one data model every front door returns (OUTPUT.md, schema 1).
+"""The Diagnosis: the one report model every front door renders (OUTPUT.md, schema 1).
+
+The CLI's text and Markdown views (report/render.py), `--format json`, the HTTP API and the
+web result page all render this one object, so a rule about what a report says (whole
+sentences, the fix that fits this run, consistent ranks) lands once for all of them:
+`root_cause.report_summary` is the one sentence to show (never cut); `facts` are the facts
+of the run read from the log; `fix.steps` are already ordered for this run (`fix.because`
+says why the first `fix.chosen` steps come first; `fix.more` points at the rest);
+`notes` are whole sentences that qualify the diagnosis (the initiator is not in this log,
+every rank failed the same way, a launcher's "Root Cause" overridden) and must be shown.
 
 Fields may be added; none may change meaning without bumping SCHEMA_ID.
 """
@@ -63,6 +72,8 @@ class RootCause:
     evidence: list[Evidence]
     exception: str | None = None
     user_frame: UserFrame | None = None
+    report_summary: str | None = None
+    """One whole sentence written for the report (the KB entry's report_summary)."""
 
 
 @dataclass(kw_only=True)
@@ -123,7 +134,37 @@ class FixAdvice:
     __pydantic_config__ = _CONFIG
     summary: str
     steps: list[str]
+    """Ordered for this run: the variants chosen by the facts first, then the steps for every run."""
     code: dict[str, str] = field(default_factory=dict)
+    chosen: int = 0
+    """How many leading steps are variants chosen by the facts of this run."""
+    because: list[str] = field(default_factory=list)
+    """Why those steps come first, one clause each (shown after the word "because")."""
+    more: str | None = None
+    """Where the steps left out (they do not fit this run) are: a `traintriage kb show` command."""
+
+
+@dataclass(kw_only=True)
+class Facts:
+    """Facts of the run read from the log; null when the log does not say."""
+
+    __pydantic_config__ = _CONFIG
+    stack: list[str] = field(default_factory=list)
+    """Frameworks seen, most specific first (deepspeed, hf-trainer, ..., pytorch)."""
+    launcher: str | None = None
+    backend: str | None = None
+    phase: str | None = None
+    """setup, model-load, first-step, step, eval, checkpoint or shutdown."""
+    phase_reason: str | None = None
+    step: int | None = None
+    """The last training step logged before the failure."""
+    dtype: str | None = None
+    platform: str | None = None
+    zero_stage: int | None = None
+    world_size: int | None = None
+    ranks_failed: int = 0
+    all_ranks_same: bool | None = None
+    """Every rank failed with the same error at the same frame: code or environment, not one node."""
 
 
 @dataclass(kw_only=True)
@@ -151,6 +192,9 @@ class Diagnosis:
     fix: FixAdvice | None = None
     verify: str | None = None
     environment: dict[str, str] = field(default_factory=dict)
+    facts: Facts | None = None
+    notes: list[str] = field(default_factory=list)
+    """Whole sentences that qualify the diagnosis; every front door shows them."""
     unknown: list[Evidence] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     stats: Stats

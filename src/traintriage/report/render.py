@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 
-from traintriage.report.model import Diagnosis, Evidence, Status
+from traintriage.report.model import Diagnosis, Evidence, Facts, FixAdvice, RootCause, Status
+from traintriage.report.quote import quote
 
 LABEL_WIDTH = 13
 TEXT_WIDTH = 160
@@ -27,9 +28,48 @@ def rank_ranges(ranks: list[int]) -> str:
     return ",".join(parts)
 
 
-def _clip(text: str, width: int = TEXT_WIDTH) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= width else text[: width - 3] + "..."
+def summary_of(root: RootCause) -> str:
+    """The one sentence a report shows, whole (the long summary is for `kb show`)."""
+    return root.report_summary or root.summary
+
+
+def facts_line(facts: Facts | None) -> str | None:
+    """`pytorch (torchrun) · gloo · failed at step 5 · bf16 · world size 4` from what the log says."""
+    if facts is None:
+        return None
+    parts = []
+    if facts.stack:
+        parts.append(" + ".join(facts.stack[:3]) + (f" ({facts.launcher})" if facts.launcher else ""))
+    elif facts.launcher:
+        parts.append(facts.launcher)
+    if facts.zero_stage is not None and "deepspeed" in facts.stack:
+        parts.append(f"ZeRO stage {facts.zero_stage}")
+    if facts.backend:
+        parts.append(facts.backend)
+    if facts.phase:
+        parts.append(_phase_words(facts))
+    parts.extend(value for value in (facts.dtype, facts.platform) if value)
+    if facts.world_size:
+        parts.append(f"world size {facts.world_size}")
+    if facts.all_ranks_same:
+        parts.append("all ranks failed the same way")
+    return " · ".join(parts) if parts else None
+
+
+def _phase_words(facts: Facts) -> str:
+    if facts.phase == "step":
+        return f"failed at step {facts.step}" if facts.step is not None else "failed in a training step"
+    return {"setup": "failed during setup", "model-load": "failed loading the model",
+            "first-step": "failed in the first step", "eval": "failed in evaluation",
+            "checkpoint": "failed in checkpointing", "shutdown": "failed at shutdown"}.get(facts.phase or "", "")
+
+
+def fix_reason(fix: FixAdvice) -> str | None:
+    """"Steps 1-2 first because ..." when the facts chose variants."""
+    if not fix.chosen or not fix.because:
+        return None
+    which = "Step 1 comes" if fix.chosen == 1 else f"Steps 1-{fix.chosen} come"
+    return f"{which} first because {' and '.join(fix.because)}."
 
 
 def _where(evidence: Evidence) -> str:
@@ -59,17 +99,20 @@ def text_lines(diagnosis: Diagnosis) -> list[tuple[str, str]]:
     elif diagnosis.status is Status.unknown_failure:
         rows.append(("Status", "the run failed, but no known failure class explains it"))
         for evidence in diagnosis.unknown:
-            rows.append(("Salient", f"{_where(evidence)}  {_clip(evidence.text)}"))
+            rows.append(("Salient", f"{_where(evidence)}  {quote(evidence.text, TEXT_WIDTH)}"))
     root = diagnosis.root_cause
     if root is not None:
         rows.append(("Root cause", f"{root.id} — {root.title}    confidence {root.confidence:.2f}"))
         first = _first_failed(diagnosis)
         if first:
             rows.append(("First failed", first))
+        facts = facts_line(diagnosis.facts)
+        if facts:
+            rows.append(("Run", facts))
         for evidence in root.evidence:
-            rows.append(("Evidence", f"{_where(evidence)}  {_clip(evidence.text)}"))
+            rows.append(("Evidence", f"{_where(evidence)}  {quote(evidence.text, TEXT_WIDTH)}"))
         if root.exception and root.exception not in " ".join(e.text for e in root.evidence):
-            rows.append(("Exception", _clip(root.exception)))
+            rows.append(("Exception", quote(root.exception, TEXT_WIDTH)))
         if root.user_frame:
             frame = root.user_frame
             rows.append(("Your code", f"{frame.file}:{frame.line} in {frame.function}"))
@@ -82,7 +125,9 @@ def text_lines(diagnosis: Diagnosis) -> list[tuple[str, str]]:
         rivals = [c for c in diagnosis.candidates[1:] if c.id not in explained][:3]
         if rivals:
             rows.append(("Alternatives", ", ".join(f"{c.id} {c.confidence:.2f}" for c in rivals)))
-        rows.append(("Summary", _clip(root.summary, 400)))
+        rows.append(("Summary", summary_of(root)))
+        for note in diagnosis.notes:
+            rows.append(("Note", note))
     for anomaly in diagnosis.anomalies:
         where = f"rank {anomaly.rank} " if anomaly.rank is not None else ""
         rows.append(("Anomaly", f"{anomaly.kind}: {where}{anomaly.detail}"))
@@ -93,10 +138,15 @@ def text_lines(diagnosis: Diagnosis) -> list[tuple[str, str]]:
             rows.append(("Timeline", f"{when}  {who:>8}  {event.what}"))
     if diagnosis.fix:
         rows.append(("Fix", diagnosis.fix.summary))
+        reason = fix_reason(diagnosis.fix)
+        if reason:
+            rows.append(("", reason))
         for number, step in enumerate(diagnosis.fix.steps, 1):
-            rows.append(("", f"{number}. {_clip(step, 300)}"))
+            rows.append(("", f"{number}. {' '.join(step.split())}"))
+        if diagnosis.fix.more:
+            rows.append(("", f"Steps for other situations: {diagnosis.fix.more}"))
     if diagnosis.verify:
-        rows.append(("Verify", _clip(diagnosis.verify, 300)))
+        rows.append(("Verify", " ".join(diagnosis.verify.split())))
     for warning in diagnosis.warnings:
         rows.append(("Warning", warning))
     return rows
@@ -117,14 +167,18 @@ def render_markdown(diagnosis: Diagnosis) -> str:
         title = "No failure found" if diagnosis.status is Status.no_failure else "Unknown failure"
         out.append(f"## traintriage: {title}\n")
         for evidence in diagnosis.unknown:
-            out.append(f"- `{_where(evidence)}` `{_clip(evidence.text)}`")
+            out.append(f"- `{_where(evidence)}` `{quote(evidence.text, TEXT_WIDTH)}`")
         return "\n".join(out) + "\n"
     out.append(f"## traintriage: `{root.id}` — {root.title}\n")
     out.append(f"**Confidence** {root.confidence:.2f} · **severity** {root.severity} · **category** {root.category}\n")
     first = _first_failed(diagnosis)
     if first:
         out.append(f"**First failed:** {first}\n")
-    out.append(root.summary + "\n")
+    facts = facts_line(diagnosis.facts)
+    if facts:
+        out.append(f"**Run:** {facts}\n")
+    out.append(summary_of(root) + "\n")
+    out.extend(f"> {note}\n" for note in diagnosis.notes)
     out.append("### Evidence\n")
     out.append("```")
     out.extend(f"{_where(e)}  {e.text}" for e in root.evidence)
@@ -152,8 +206,13 @@ def render_markdown(diagnosis: Diagnosis) -> str:
     if diagnosis.fix:
         out.append("### Fix\n")
         out.append(diagnosis.fix.summary + "\n")
+        reason = fix_reason(diagnosis.fix)
+        if reason:
+            out.append(reason + "\n")
         out.extend(f"{n}. {step}" for n, step in enumerate(diagnosis.fix.steps, 1))
         out.append("")
+        if diagnosis.fix.more:
+            out.append(f"Steps for other situations: `{diagnosis.fix.more}`\n")
         for stack, code in diagnosis.fix.code.items():
             out.append(f"**{stack}**\n\n```\n{code.rstrip()}\n```\n")
     if diagnosis.verify:

@@ -1,0 +1,264 @@
+"""Facts of the run, read once from the lines the scanner kept: which stack and launcher,
+which collective backend, in which phase it failed, precision, platform, world size, and
+whether every rank failed the same way.
+
+Nothing here reads the file again: the inputs are the kept lines (hits with their context,
+each source's tail) and the metric points, all bounded in number and length. The report
+shows these facts and chooses the fix variant that fits them (report/fixes.py).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from traintriage.analyze.observations import Observation
+from traintriage.analyze.scoring import Candidate
+from traintriage.kb.schema import Entry, Phase
+from traintriage.match.scan import SourceScan
+from traintriage.parse.metrics import MetricPoint
+from traintriage.parse.traceback import Traceback
+
+MAX_TEXT = 2000
+"""Each kept line is looked at up to this many characters (lines can be megabytes long)."""
+
+# (value, pattern) in order of precedence: the first stack listed that matches is the most
+# specific one, but every match is kept (DeepSpeed runs under the HF Trainer, FSDP under torchrun).
+_STACKS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("deepspeed", re.compile(r"/deepspeed/|\bDeepSpeed\b|\bdeepspeed\.(?:ops|runtime|launcher)|\[deepspeed\]")),
+    ("fsdp", re.compile(r"/fsdp/|FullyShardedDataParallel|fully_shard\b")),
+    ("megatron", re.compile(r"/megatron/|\bMegatron(?:-LM| Core)?\b")),
+    ("hf-trainer", re.compile(r"/transformers/trainer\.py|\bTrainer\.train\b|\btrain_runtime\b")),
+    ("accelerate", re.compile(r"/accelerate/|\baccelerate launch\b|Accelerator\(")),
+    ("lightning", re.compile(r"/(?:pytorch_)?lightning/|\bLightning(?:Module)?\b|`Trainer\.fit`")),
+    ("vllm", re.compile(r"/vllm/|\bvLLM\b|\bvllm\.(?:engine|entrypoints)")),
+    ("jax", re.compile(r"/jax/|/jaxlib/|\bXlaRuntimeError\b|\bjax\.errors\b")),
+    ("tensorflow", re.compile(r"/tensorflow/|\btensorflow/core/|\btf\.errors\.")),
+    ("llama-cpp", re.compile(r"\bllama_(?:model_load|new_context|init_from)|\bggml_(?:cuda|backend)|\bllama\.cpp\b")),
+    ("lua-torch", re.compile(r"\.lua:\d+:|\bluajit\b|/torch/install/share/lua/")),
+    ("ddp", re.compile(r"DistributedDataParallel|/nn/parallel/distributed\.py|\bReducer\b")),
+    ("pytorch", re.compile(r"/torch/|\btorch\.\w|\[rank\d+\]:|\bProcessGroup(?:NCCL|Gloo)\b")),
+)
+_LAUNCHERS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("torchrun", re.compile(r"torch\.distributed\.(?:elastic|run|launch)|/torch/distributed/elastic/|\btorchrun\b|"
+                            r"^\[(?:default|worker)\d+\]:|ChildFailedError")),
+    ("deepspeed", re.compile(r"deepspeed\.launcher|\[launch\.py:\d+:main\]|runner\.py:\d+:main\]")),
+    ("accelerate", re.compile(r"\baccelerate launch\b|accelerate/commands/launch\.py")),
+    ("slurm", re.compile(r"\bsrun: |slurmstepd: |\bSLURM_JOB_ID\b")),
+    ("mpirun", re.compile(r"\bmpirun\b|<std(?:out|err)>:|\bPRRTE\b|\bORTE\b")),
+)
+_NCCL = re.compile(r"\bNCCL\b|ProcessGroupNCCL|\bnccl[A-Z]\w+|backend\s?[=:]\s?['\"]?nccl\b")
+_GLOO = re.compile(r"\bgloo\b|ProcessGroupGloo|backend\s?[=:]\s?['\"]?gloo\b", re.I)
+_MPI = re.compile(r"ProcessGroupMPI|backend\s?[=:]\s?['\"]?mpi\b|\bMPI_ERR_\w+")
+_RCCL = re.compile(r"\bRCCL\b|librccl")
+
+_DTYPES: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("fp8", re.compile(r"\bfp8\s?[=:]\s?True|\bFloat8_e4m3|mixed_precision\s?[=:]\s?['\"]?fp8")),
+    ("bf16", re.compile(r"\bbf16\s?[=:]\s?True|torch_dtype\s?[=:]\s?['\"]?(?:torch\.)?bfloat16|"
+                        r"mixed_precision\s?[=:]\s?['\"]?bf16|CUDA_R_16BF|\bBFloat16\b|cublasLt\w*bf16")),
+    ("fp16", re.compile(r"\bfp16\s?[=:]\s?True|torch_dtype\s?[=:]\s?['\"]?(?:torch\.)?float16|"
+                        r"mixed_precision\s?[=:]\s?['\"]?fp16|CUDA_R_16F\b|\bHgemm\b|'Half'|\bc10::Half\b")),
+    ("fp32", re.compile(r"\bcublasSgemm\w*|CUDA_R_32F\b.*CUDA_R_32F|torch_dtype\s?[=:]\s?['\"]?(?:torch\.)?float32\b")),
+)
+_PLATFORMS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("windows", re.compile(r"\b[A-Z]:\\\\?(?:Users|Program|Python|ProgramData|Anaconda|conda)|\.dll\b|\bWinError\b")),
+    ("macos", re.compile(r"/Users/[^/\s]+/|\bDarwin\b|\bmacOS\b|/Library/Frameworks/|\bMPS backend\b")),
+    ("rocm", re.compile(r"\bHIP error\b|\bROCm\b|\bhipError\w+|\bgfx\d{3,4}\b|AMD Instinct")),
+    ("kubernetes", re.compile(r"\bkubelet\b|\bOOMKilled\b|\bCrashLoopBackOff\b")),
+)
+_WORLD = re.compile(r"(?:\bworld_size\s?[=:]\s?|WORLD_SIZE[=:]\s?|[Ww]orld size:? )(\d{1,6})\b")
+_NPROC = re.compile(r"--nproc[-_]per[-_]node[= ](\d{1,4})\b")
+_NNODES = re.compile(r"--nnodes[= ](\d{1,5})\b")
+_ZERO = re.compile(r"ZeRO [Ss]tage (\d)|\"stage\":\s?(\d)|zero_stage\s?[=:]\s?(\d)")
+
+# Phase from the frames of the failing traceback: function names first, then the code line.
+_PHASE_FUNCTIONS: tuple[tuple[str, frozenset[str], str], ...] = (
+    ("checkpoint", frozenset({"save_checkpoint", "_save_checkpoint", "save_model", "save_pretrained", "save_state",
+                              "_save", "save", "save_file", "consolidate_state_dict", "load_checkpoint",
+                              "_load_from_checkpoint", "resume_from_checkpoint", "load_state"}),
+     "the traceback passes through checkpoint saving or loading"),
+    ("eval", frozenset({"evaluate", "evaluation_loop", "prediction_step", "prediction_loop", "validation_step",
+                        "validate", "eval_step", "_run_evaluate", "run_evaluation", "_evaluation_step",
+                        "evaluation_step", "test_step", "generate"}),
+     "the traceback passes through evaluation"),
+    ("model-load", frozenset({"from_pretrained", "_load_pretrained_model", "load_state_dict", "dispatch_model",
+                              "load_checkpoint_and_dispatch", "_move_model_to_device", "_configure_distributed_model",
+                              "_wrap_model", "prepare_model", "_apply", "to_empty", "_lazy_init"}),
+     "the failure happened while the model was being loaded or moved to the GPU"),
+    ("step", frozenset({"backward", "training_step", "train_step", "_inner_training_loop", "step", "optimizer_step",
+                        "_engine_run_backward", "forward", "run_backward", "fit_loop", "training_loop"}),
+     "the failure happened inside a training step"),
+    ("setup", frozenset({"init_process_group", "_rendezvous", "next_rendezvous", "_store_based_barrier",
+                         "initialize_model_parallel", "_find_and_load", "import_module", "_call_with_frames_removed"}),
+     "the failure happened while the job was being set up"),
+)
+_MOVE_MODEL = re.compile(r"\b(?:model|net|module|self\.model)\w*\s*(?:=\s*\w+\s*)?\.(?:to|cuda)\(")
+_ENTRY_PHASE = {Phase.launch: "setup", Phase.init: "setup", Phase.checkpoint: "checkpoint", Phase.eval: "eval",
+                Phase.forward: "step", Phase.backward: "step", Phase.optimizer: "step", Phase.data: "step"}
+_MESSAGE_DIGITS = re.compile(r"0x[0-9a-fA-F]+|\d+")
+
+
+@dataclass(frozen=True)
+class RunFacts:
+    stack: list[str] = field(default_factory=list)
+    """Most specific first (`deepspeed`, `hf-trainer`, `pytorch`)."""
+    launcher: str | None = None
+    backend: str | None = None
+    phase: str | None = None
+    phase_reason: str | None = None
+    step: int | None = None
+    """The last training step logged before the failure, when the log shows steps."""
+    dtype: str | None = None
+    platform: str | None = None
+    zero_stage: int | None = None
+    world_size: int | None = None
+    single_node: bool | None = None
+    ranks_failed: int = 0
+    all_ranks_same: bool | None = None
+    """Every rank of the run failed with the same message at the same frame (code or environment)."""
+
+    def value(self, name: str) -> list[str]:
+        """The fact's values as strings, for matching `when` conditions; [] when unknown."""
+        if name == "phase" and self.phase == "first-step":
+            return ["first-step", "step"]
+        if name == "stack":
+            return list(self.stack)
+        value = getattr(self, name)
+        return [] if value is None else [str(value).lower() if isinstance(value, bool) else str(value)]
+
+
+def kept_texts(scans: list[SourceScan]) -> list[str]:
+    """Every line the scanner kept (matches, their context, the tails), each capped."""
+    texts: list[str] = []
+    for scan in scans:
+        for hit in scan.hits:
+            texts.append(hit.text[:MAX_TEXT])
+            texts.extend(line[:MAX_TEXT] for line in hit.before)
+            texts.extend(line[:MAX_TEXT] for line in hit.after)
+        texts.extend(line[:MAX_TEXT] for line in scan.tail)
+    return texts
+
+
+def run_facts(
+    scans: list[SourceScan],
+    root: Candidate | None,
+    entry: Entry | None,
+    traceback: Traceback | None,
+    points: list[MetricPoint],
+    seen_ranks: set[int],
+) -> RunFacts:
+    texts = kept_texts(scans)
+    joined = "\n".join(dict.fromkeys(texts))
+    stack = [name for name, pattern in _STACKS if pattern.search(joined)]
+    launcher = next((name for name, pattern in _LAUNCHERS if any(pattern.search(t) for t in texts)), None)
+    phase, reason, step = _phase(root, entry, traceback, points)
+    world = _world_size(joined, seen_ranks)
+    nproc = _first_int(_NPROC, joined)
+    nnodes = _first_int(_NNODES, joined)
+    single = True if nnodes == 1 or (world is not None and nproc is not None and world == nproc) else \
+        False if nnodes is not None and nnodes > 1 else None
+    zero = next((int(g) for m in _ZERO.finditer(joined) for g in m.groups() if g), None)
+    same, failed = _all_ranks_same(root, traceback, world or (len(seen_ranks) or None))
+    return RunFacts(stack=stack, launcher=launcher, backend=_backend(joined), phase=phase, phase_reason=reason,
+                    step=step, dtype=next((name for name, p in _DTYPES if p.search(joined)), None),
+                    platform=next((name for name, p in _PLATFORMS if p.search(joined)), None), zero_stage=zero,
+                    world_size=world, single_node=single, ranks_failed=failed, all_ranks_same=same)
+
+
+def _backend(joined: str) -> str | None:
+    if _RCCL.search(joined):
+        return "rccl"
+    if _NCCL.search(joined):
+        return "nccl"
+    if _GLOO.search(joined):
+        return "gloo"
+    return "mpi" if _MPI.search(joined) else None
+
+
+def _first_int(pattern: re.Pattern[str], text: str) -> int | None:
+    match = pattern.search(text)
+    return int(match.group(1)) if match else None
+
+
+def _world_size(joined: str, seen: set[int]) -> int | None:
+    stated = _first_int(_WORLD, joined)
+    if stated is not None and stated > 0:
+        return max(stated, max(seen) + 1 if seen else 0)
+    return max(seen) + 1 if len(seen) > 1 else None
+
+
+def _phase(
+    root: Candidate | None, entry: Entry | None, traceback: Traceback | None, points: list[MetricPoint]
+) -> tuple[str | None, str | None, int | None]:
+    """(phase, why, last step logged before the failure)."""
+    first = root.first if root else None
+    before = [p for p in points if first is None or (p.source, p.line) < (first.hit.source, first.hit.line)]
+    steps = [p.step for p in before if p.step is not None]
+    last_step = max(steps) if steps else None
+    from_frames = _phase_from_frames(traceback, first)
+    if from_frames is not None:
+        phase, reason = from_frames
+    elif entry is not None and entry.phase in _ENTRY_PHASE:
+        phase, reason = _ENTRY_PHASE[entry.phase], None
+    elif last_step is not None:
+        phase, reason = "step", "training steps were logged before the failure"
+    else:
+        return None, None, last_step
+    if phase == "step":
+        if last_step is None and not before:
+            return "first-step", "no training step was logged before the failure", None
+        return "step", reason or "training steps were logged before the failure", last_step
+    return phase, reason, last_step
+
+
+def _phase_from_frames(traceback: Traceback | None, first: Observation | None) -> tuple[str, str] | None:
+    if traceback is None or not traceback.frames:
+        return None
+    for frame in reversed(traceback.frames):  # innermost first: the nearest named phase decides
+        for phase, functions, reason in _PHASE_FUNCTIONS:
+            if frame.function in functions:
+                if phase == "setup" and frame.function in {"_find_and_load", "import_module"}:
+                    return "setup", "the failure happened while importing a module"
+                return phase, reason
+    code = _user_code_lines(first)
+    if any(_MOVE_MODEL.search(line) for line in code):
+        return "model-load", "the failure happened while the model was being moved to the GPU"
+    return None
+
+
+def _user_code_lines(first: Observation | None) -> list[str]:
+    """Source lines printed under user frames of the traceback before the failing line."""
+    if first is None:
+        return []
+    lines = first.hit.before
+    code = []
+    for index, text in enumerate(lines[:-1]):
+        if 'File "' in text and "site-packages" not in text and "dist-packages" not in text:
+            code.append(lines[index + 1][:MAX_TEXT])
+    return code[-2:]
+
+
+def _normalized(message: str) -> str:
+    return _MESSAGE_DIGITS.sub("#", message.split("]:", 1)[-1]).strip()[:300]
+
+
+def _all_ranks_same(root: Candidate | None, traceback: Traceback | None, world: int | None) -> tuple[bool | None, int]:
+    """Whether every rank of the run raised the root cause with the same message (numbers
+    aside) from the same innermost frame; (None, n) when the log cannot tell."""
+    if root is None:
+        return None, 0
+    per_rank: dict[int, Observation] = {}
+    for observation in sorted(root.roots, key=lambda o: o.sort_key):
+        if observation.rank is not None:
+            per_rank.setdefault(observation.rank, observation)
+    failed = len(per_rank)
+    if failed < 2 or world is None or failed < world:
+        return (False if failed >= 1 and world is not None and world > 1 else None), failed
+    messages = {_normalized(o.message) for o in per_rank.values()}
+    frames = {_innermost_frame(o) for o in per_rank.values()}
+    return len(messages) == 1 and len(frames) <= 1, failed
+
+
+def _innermost_frame(observation: Observation) -> str:
+    frames = [line.split('File "', 1)[1] for line in observation.hit.before if 'File "' in line]
+    return _MESSAGE_DIGITS.sub("#", frames[-1]) if frames else ""

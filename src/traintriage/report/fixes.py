@@ -1,0 +1,92 @@
+"""The fix for this run: an entry's steps and code, with the variants that fit the facts of
+the run first (and why), the ones that contradict them left out of the report (still in
+`traintriage kb show <id>`), unconditional steps kept in their order.
+
+A variant applies when every fact its `when` names is known and matches; it contradicts
+the run when a named fact is known and differs; an unknown fact neither selects nor drops it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+
+from traintriage.analyze.facts import RunFacts
+from traintriage.kb.schema import FACT_VALUES, Entry, FixCode, When
+
+
+class Fit(str, Enum):
+    matches = "matches"
+    unknown = "unknown"
+    contradicts = "contradicts"
+
+
+def fit(when: When, facts: RunFacts) -> Fit:
+    result = Fit.matches
+    for name in FACT_VALUES:
+        wanted = when.values(name)
+        if not wanted:
+            continue
+        known = facts.value(name)
+        if not known:
+            result = Fit.unknown
+        elif not set(wanted) & set(known):
+            return Fit.contradicts
+    if when.all_ranks_same is not None:
+        if facts.all_ranks_same is None:
+            result = Fit.unknown
+        elif facts.all_ranks_same is not when.all_ranks_same:
+            return Fit.contradicts
+    return result
+
+
+@dataclass
+class ChosenFix:
+    steps: list[str]
+    code: dict[str, str]
+    because: list[str] = field(default_factory=list)
+    """Why the leading steps were put first, one clause per chosen variant ("the OOM happened ...")."""
+    chosen: int = 0
+    """How many leading steps are variants chosen by the facts."""
+    left_out: int = 0
+    """Variants (steps and code) that do not fit this run, shown by `kb show`."""
+
+
+def choose_fix(entry: Entry, facts: RunFacts) -> ChosenFix:
+    chosen: list[str] = []
+    because: list[str] = []
+    rest: list[str] = []
+    left_out = 0
+    for step in entry.fix.steps:
+        if isinstance(step, str):
+            rest.append(step)
+            continue
+        match fit(step.when, facts):
+            case Fit.matches:
+                chosen.append(step.step)
+                if step.because not in because:
+                    because.append(step.because)
+            case Fit.unknown:
+                rest.append(step.step)
+            case Fit.contradicts:
+                left_out += 1
+    code: dict[str, str] = {}
+    for stack, value in entry.fix.code.items():
+        text, dropped = _code_for(value, facts)
+        left_out += dropped
+        if text is not None:
+            code[stack] = text
+    return ChosenFix(steps=chosen + rest, code=code, because=because, chosen=len(chosen), left_out=left_out)
+
+
+def _code_for(value: str | list[FixCode], facts: RunFacts) -> tuple[str | None, int]:
+    """The snippet of one stack: the variant that matches, else the first one not contradicted."""
+    if isinstance(value, str):
+        return value, 0
+    fits = [(fit(variant.when, facts), variant) for variant in value]
+    dropped = sum(1 for f, _ in fits if f is Fit.contradicts)
+    for wanted in (Fit.matches, Fit.unknown):
+        for found, variant in fits:
+            if found is wanted:
+                return variant.code, dropped
+    return None, dropped
