@@ -11,6 +11,7 @@ from traintriage.analyze.observations import Observation, same_rank_context
 from traintriage.analyze.ranks import SuspectRank, report_ranks, suspects_for
 from traintriage.analyze.salient import excused_orders, failure_evidence, salient_lines
 from traintriage.analyze.scoring import Candidate, rank_candidates, score_entries
+from traintriage.analyze.second_opinion import second_opinion
 from traintriage.analyze.timing import NO_PROGRESS, hang_finding
 from traintriage.kb.loader import KnowledgeBase
 from traintriage.kb.schema import Entry, Nature, Role
@@ -111,6 +112,11 @@ def analyze(
     root, collateral = resolve(ranked, kb)
     if root is not None:
         ranked = [root] + [c for c in ranked if c is not root]
+    failed = root is not None or bool(failure_evidence(observations, scanner, points, excused))
+    salient = salient_lines(observations, scanner, excused) if root is None and failed else []
+    opinion = second_opinion(salient, kb, scanner) if salient else None
+    if opinion is not None:
+        ranked, root = opinion.candidates, opinion.root
 
     reports = _reports(observations, scanner)
     signalled = [o for o in _internal(observations, scanner, Internal.fatal_signal)
@@ -126,10 +132,9 @@ def analyze(
     environment = extract_environment([o.hit.text for o in _internal(observations, scanner, Internal.version)]
                                       + [o.hit.text for o in _internal(observations, scanner, Internal.gpu_model)])
     traceback = _root_traceback(root)
-    failed = root is not None or bool(failure_evidence(observations, scanner, points, excused))
-    salient = salient_lines(observations, scanner, excused) if root is None and failed else []
     explained = {c.entry_id for c, _ in collateral}
-    confidence = _confidence([c for c in ranked if c.entry_id not in explained], ranked)
+    confidence = (opinion.confidence if opinion is not None
+                  else _confidence([c for c in ranked if c.entry_id not in explained], ranked))
     return Analysis(ranked=ranked, root=root, collateral=collateral, suspects=suspects,
                     initiating_rank=initiating, seen_ranks=seen_ranks, anomalies=anomalies,
                     environment=environment, traceback=traceback, salient=salient, confidence=confidence,

@@ -1,0 +1,128 @@
+"""A second opinion for wording no signature knows: KB entries ranked by BM25 similarity.
+
+Each entry is one document: the words `kb search` indexes (id, title, tags, summary,
+symptoms, signature literals; kb/search_index.py) plus the failure lines of the entry's
+positive example logs (the lines its signatures or the engine's exception and fatal-line
+patterns match), which carry other libraries' and versions' wording. The query is the
+salient lines of a failure, already masked at ingest, with numbers and hashes dropped.
+
+bm25s (and numpy with it) is imported only here, on the path of failures no signature
+explained; the built index is pickled beside the KB cache and rebuilt when an entry or an
+example changes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import pickle
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from traintriage.kb.loader import EXAMPLES_DIR, KnowledgeBase, cache_dir, cache_key, entry_files, write_cache
+from traintriage.kb.search_index import document, tokens
+from traintriage.match.compiler import PatternKind, Scanner, matching_patterns
+from traintriage.match.internal import Internal
+
+EXAMPLE_LINES = 40
+"""Failure lines taken from one example log: enough for its wording, not its whole noise."""
+_EXAMPLE_KINDS = frozenset({Internal.exception, Internal.fatal_line, Internal.fatal_signal, Internal.error_level})
+
+
+# File paths name the machine and the build (`/opt/conda/conda-bld/pytorch_1524.../THCStorage.cu`),
+# not the failure; applied to a few short lines only.
+_PATH = re.compile(r"(?:[A-Za-z]:)?(?:[\\/][\w.<>@+-]{1,200}){2,64}")
+
+
+def query_words(lines: list[str]) -> list[str]:
+    """Distinct words of log lines, without paths, numbers and hashes (they name this run, not its class)."""
+    return list(dict.fromkeys(_words(tokens(_PATH.sub(" ", " ".join(lines))))))
+
+
+def _words(raw: list[str]) -> list[str]:
+    """`CUDA_ERROR_OUT_OF_MEMORY` reads as its parts, like the prose that names it."""
+    return [part for word in raw for part in word.split("_") if part and _is_word(part)]
+
+
+def _is_word(word: str) -> bool:
+    digits = sum(c.isdigit() for c in word)
+    return digits == 0 or (digits <= 3 and len(word) <= 12 and not word.isdigit())
+
+
+@dataclass
+class SimilarityIndex:
+    entry_ids: list[str]
+    retriever: object
+
+    def scores(self, words: list[str]) -> dict[str, float]:
+        """BM25 score per entry that shares a word with the query."""
+        if not words:
+            return {}
+        values = self.retriever.get_scores(words)  # type: ignore[attr-defined]
+        return {e: float(v) for e, v in zip(self.entry_ids, values, strict=True) if v > 0}
+
+    def rank(self, words: list[str], top: int = 5) -> list[tuple[str, float]]:
+        """The best entries for the words, best first, with their BM25 scores (> 0)."""
+        return sorted(self.scores(words).items(), key=lambda pair: (-pair[1], pair[0]))[:top]
+
+
+def example_failure_lines(entry_id: str, scanner: Scanner) -> list[str]:
+    """The lines of the entry's positive examples that show the failure."""
+    lines: list[str] = []
+    for path in sorted((EXAMPLES_DIR / entry_id).glob("positive-*.log")):
+        kept = 0
+        for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+            if kept >= EXAMPLE_LINES:
+                break
+            if any(_shows_failure(scanner, pattern, entry_id) for pattern in matching_patterns(scanner, line)):
+                lines.append(line)
+                kept += 1
+    return lines
+
+
+def _shows_failure(scanner: Scanner, pattern: int, entry_id: str) -> bool:
+    info = scanner.table[pattern]
+    if info.kind is PatternKind.internal:
+        return info.internal in _EXAMPLE_KINDS
+    return info.kind is PatternKind.signature and info.entry_id == entry_id
+
+
+def build_index(kb: KnowledgeBase, scanner: Scanner) -> SimilarityIndex:
+    import bm25s  # numpy comes with it: only failures no signature explained pay for it
+
+    entry_ids = sorted(kb.entries)
+    corpus = [_words(document(kb.entries[e])) + query_words(example_failure_lines(e, scanner)) for e in entry_ids]
+    retriever = bm25s.BM25()
+    retriever.index(corpus, show_progress=False)
+    return SimilarityIndex(entry_ids, retriever)
+
+
+def _index_key() -> str:
+    examples = sorted(EXAMPLES_DIR.glob("*/positive-*.log"))
+    hasher = hashlib.sha256(cache_key(entry_files()).encode())
+    for path in examples:
+        stat = path.stat()
+        hasher.update(f"{path}\0{stat.st_size}\0{stat.st_mtime_ns}\0".encode())
+    return hasher.hexdigest()[:20]
+
+
+_LOADED: dict[str, SimilarityIndex] = {}
+
+
+def similarity_index(kb: KnowledgeBase, scanner: Scanner) -> SimilarityIndex:
+    """The index, from the on-disk cache when neither an entry nor an example changed."""
+    key = _index_key()
+    if key in _LOADED:
+        return _LOADED[key]
+    cached = Path(cache_dir()) / f"similar-{key}.pickle"
+    index: object = None
+    try:
+        with cached.open("rb") as handle:
+            index = pickle.load(handle)
+    except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError, TypeError):
+        pass
+    if not isinstance(index, SimilarityIndex) or set(index.entry_ids) != set(kb.entries):
+        index = build_index(kb, scanner)
+        write_cache(cached, pickle.dumps(index, protocol=pickle.HIGHEST_PROTOCOL))
+    _LOADED[key] = index
+    return index

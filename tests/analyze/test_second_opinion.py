@@ -1,0 +1,52 @@
+"""The second opinion: KB entries by BM25 similarity when no signature matched."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from traintriage.analyze.observations import Observation
+from traintriage.analyze.second_opinion import ROOT_CONFIDENCE, second_opinion
+from traintriage.kb.loader import load_kb
+from traintriage.match.compiler import load_scanner
+from traintriage.match.scan import LineHit
+from traintriage.match.similar import query_words
+from traintriage.pipeline import diagnose
+from traintriage.report.model import Status
+
+
+def _observations(lines: list[str]) -> list[Observation]:
+    return [Observation(hit=LineHit(source=0, line=n, text=text, patterns=[]), source_name="pasted.log", rank=None,
+                        host=None, time=None, message=text, order=n) for n, text in enumerate(lines, 1)]
+
+
+def test_a_clear_lead_names_the_root_and_the_lines_it_rests_on() -> None:
+    lines = ["INFO loading shards", "safetensors_rust.SafetensorError: Error while deserializing header: HeaderTooLarge"]
+    opinion = second_opinion(_observations(lines), load_kb(), load_scanner())
+    assert opinion.root is not None and opinion.root.entry_id == "safetensors-header-error"
+    assert opinion.confidence["safetensors-header-error"] == ROOT_CONFIDENCE < 0.95
+    assert [o.message for o in opinion.root.roots] == [lines[1]]
+
+
+def test_a_class_the_kb_lacks_stays_unknown_with_weak_candidates() -> None:
+    lines = ["RuntimeError: MPS backend out of memory (MPS allocated: 18.04 GB, other allocations: 1.08 GB, "
+             "max allowed: 18.13 GB). Tried to allocate 256.00 MB on private pool."]
+    opinion = second_opinion(_observations(lines), load_kb(), load_scanner())
+    assert opinion.root is None
+    assert opinion.candidates and max(opinion.confidence.values()) <= 0.5
+
+
+def test_paths_and_numbers_are_not_query_words() -> None:
+    words = query_words(["RuntimeError: x at /opt/conda/conda-bld/pytorch_1524577177097/work/aten/src/THC/THCStorage.cu:58 "
+                         "(pid 41237, 0x7f3a9c001234)"])
+    assert words == ["runtimeerror", "x", "pid"]
+
+
+def test_unknown_failure_lists_candidates_in_the_report(tmp_path: Path) -> None:
+    path = tmp_path / "pasted.log"
+    path.write_text("RuntimeError: cuda runtime error (214) : uncorrectable ECC error encountered at "
+                    "/opt/conda/conda-bld/pytorch_1556653099582/work/aten/src/THC/THCCachingAllocator.cpp:510\n"
+                    "terminate called after throwing an instance of 'c10::Error'\n")
+    diagnosis = diagnose([str(path)])
+    assert diagnosis.status in (Status.unknown_failure, Status.failure)
+    assert diagnosis.candidates[0].id == "gpu-ecc-error"
+    assert diagnosis.candidates[0].confidence < 0.9
