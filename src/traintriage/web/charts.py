@@ -95,7 +95,8 @@ class Plot:
 
 
 def _number(value: float) -> str:
-    return f"{value:.4g}"
+    """Steps as whole numbers (28,840), metric values with four significant digits."""
+    return f"{value:,.0f}" if value.is_integer() and abs(value) >= 1 else f"{value:.4g}"
 
 
 def plot(series: dict[str, Any]) -> Plot | None:

@@ -1,0 +1,178 @@
+"""The web app in a real browser (Debian's Chromium driven by Playwright) against a running
+`traintriage serve`: what a user does during an incident, and that a hostile log stays text.
+
+Screenshots of the main pages are kept in tests/e2e/artifacts/ (git-ignored) for review.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+from tests.web.live import LiveServer, live_server
+from tests.web.runs import crashed_run
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Browser, Page
+
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("web-browser")]
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+ARTIFACTS = Path(__file__).parent / "artifacts"
+SAMPLE = Path(__file__).resolve().parents[2] / "src/traintriage/data/sample/job-4412.log"
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    if not CHROMIUM.exists():
+        if os.environ.get("CI") == "true":
+            pytest.fail("/usr/bin/chromium is missing: .ci/run installs Debian's chromium package")
+        pytest.skip("Debian's chromium is not installed (/usr/bin/chromium); `apt-get install chromium` to run")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True)
+        yield launched
+        launched.close()
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    with live_server(tmp_path_factory.mktemp("web-browser")) as running:
+        yield running
+
+
+@pytest.fixture
+def page(browser: Browser, server: LiveServer) -> Iterator[Page]:
+    context = browser.new_context(base_url=server.url, viewport={"width": 1200, "height": 900})
+    opened = context.new_page()
+    opened.set_default_timeout(30_000)
+    yield opened
+    context.close()
+
+
+def shot(page: Page, name: str) -> None:
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
+
+
+def cli_root_cause(*paths: Path) -> tuple[str, str]:
+    import json
+
+    done = subprocess.run([sys.executable, "-m", "traintriage.cli.entry", "diagnose", "--format", "json",
+                           *map(str, paths)], capture_output=True, check=False)
+    root = json.loads(done.stdout)["root_cause"]
+    return root["id"], root["title"]
+
+
+def test_paste_a_log_and_read_the_root_cause(page: Page) -> None:
+    page.goto("/")
+    shot(page, "home")
+    page.get_by_label("Paste a log").fill(SAMPLE.read_text())
+    page.get_by_role("button", name="Diagnose", exact=True).click()
+    page.wait_for_url(re.compile(r"/d/[\w-]+$"))
+    entry_id, title = cli_root_cause(SAMPLE)
+    verdict = page.locator("header.verdict")
+    assert verdict.get_by_role("heading", level=1).inner_text() == title
+    assert entry_id in verdict.inner_text() and "confidence" in verdict.inner_text()
+    assert "First failed: rank" in verdict.inner_text()
+    assert page.locator("ol.evidence mark").count() >= 1
+    assert page.locator("figure.timeline svg circle").count() >= 2
+    shot(page, "result")
+    page.set_viewport_size({"width": 390, "height": 844})
+    shot(page, "result-phone")
+    width = page.evaluate("document.documentElement.scrollWidth")
+    assert width <= 400, f"the result page scrolls sideways on a phone ({width}px)"
+
+
+def test_upload_a_per_rank_run(page: Page, tmp_path: Path) -> None:
+    files = crashed_run(tmp_path)
+    page.goto("/")
+    page.get_by_label("Or choose log files").set_input_files([str(f) for f in files])
+    page.get_by_role("button", name="Diagnose", exact=True).click()
+    page.wait_for_url(re.compile(r"/d/[\w-]+$"))
+    entry_id, title = cli_root_cause(*files)
+    verdict = page.locator("header.verdict").inner_text()
+    assert title in verdict and "First failed: rank 2" in verdict
+    collateral = page.locator("section", has=page.get_by_role("heading", name=re.compile("Collateral")))
+    assert "0-1" in collateral.inner_text()
+    sources = page.locator("ol.evidence .where code").all_inner_texts()
+    assert any(s.startswith("rank2.log:") for s in sources)
+    shot(page, "result-per-rank")
+
+
+def test_try_a_sample_then_open_its_entry(page: Page) -> None:
+    page.goto("/")
+    page.get_by_role("button", name=re.compile("^CUDA out of memory")).click()
+    page.wait_for_url(re.compile(r"/d/[\w-]+$"))
+    verdict = page.locator("header.verdict")
+    assert "cuda-oom" in verdict.inner_text()
+    page.get_by_role("radio", name="Engineer").focus()  # the perspective switch works from the keyboard
+    page.keyboard.press("ArrowRight")
+    assert page.get_by_role("radio", name="On-call").is_checked()
+    assert page.locator("#view-panel-oncall").is_visible() and not page.locator("#view-panel-engineer").is_visible()
+    verdict.get_by_role("link").first.click()
+    page.wait_for_url(re.compile(r"/kb/cuda-oom$"))
+    for section in ("Summary", "Mechanism", "Symptoms", "Confirm", "Fix", "Verify", "Prevention", "Perspectives",
+                    "References"):
+        assert page.get_by_role("heading", name=section, exact=True).is_visible()
+    shot(page, "entry")
+
+
+def test_search_the_encyclopedia_by_an_error_message(page: Page) -> None:
+    page.goto("/kb")
+    page.get_by_label("Search: words, or an error message pasted from a log").fill(
+        "RuntimeError: CUDA error: an illegal memory access was encountered")
+    page.get_by_role("button", name="Search").click()
+    first = page.locator("ul.entries li").first
+    assert first.get_attribute("data-id") == "cuda-illegal-memory-access"
+    shot(page, "kb-search")
+
+
+def test_filter_then_compare_two_entries(page: Page) -> None:
+    page.goto("/kb")
+    page.get_by_label("Category").select_option("memory")
+    page.get_by_role("button", name="Search").click()
+    categories = {li.get_attribute("data-category") for li in page.locator("ul.entries li").all()}
+    assert categories == {"memory"}
+    page.goto("/kb/compare?ids=cuda-oom,cuda-oom-fragmentation")
+    headers = page.locator("table.compare thead th").all_inner_texts()
+    assert any("cuda-oom-fragmentation" in h for h in headers) and any(h.endswith("cuda-oom") for h in headers)
+    apart = page.locator("tr.apart td").all_inner_texts()
+    assert len(apart) == 2 and all(apart)
+    shot(page, "compare")
+
+
+def test_open_a_system_hub(page: Page) -> None:
+    page.goto("/systems")
+    page.get_by_role("link", name="deepspeed", exact=True).click()
+    page.wait_for_url(re.compile(r"/systems/deepspeed$"))
+    stages = page.locator("main section h2").all_inner_texts()
+    order = ["Setup", "Launch", "Training step", "Checkpoint", "Evaluation", "Serving", "Any phase"]
+    assert stages and stages == [s for s in order if s in stages]
+    assert page.locator("ul.entries li").count() >= 10
+    shot(page, "system-hub")
+
+
+def test_a_hostile_log_stays_text(page: Page) -> None:
+    dialogs: list[str] = []
+    page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
+    hostile = ("step 1 loss 2.0 <img src=x onerror=alert(2)>\n"
+               "torch.OutOfMemoryError: CUDA out of memory. <script>alert(1)</script> Tried to allocate 2.00 GiB\n"
+               '"><svg onload=alert(3)>\n')
+    page.goto("/")
+    page.get_by_label("Paste a log").fill(hostile)
+    page.get_by_role("button", name="Diagnose", exact=True).click()
+    page.wait_for_url(re.compile(r"/d/[\w-]+$"))
+    assert "<script>alert(1)</script>" in page.locator("ol.evidence mark").first.inner_text()
+    assert page.locator("main script, main img, main svg[onload]").count() == 0
+    assert dialogs == []
+    shot(page, "result-hostile")
