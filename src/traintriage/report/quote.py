@@ -11,8 +11,8 @@ from __future__ import annotations
 import re
 
 ELLIPSIS = " … "
-_FINGERPRINT = re.compile(r"[Rr]ank (\d+) is running collective: CollectiveFingerPrint\(([^()]{0,2000})\)")
-_FIELD = re.compile(r"(\w+)=([^,]+?)(?:,\s|$)")
+_FINGERPRINT = re.compile(r"[Rr]ank (\d+) is running collective: CollectiveFingerPrint\(([^)]{0,2000})")
+_FIELD = re.compile(r"(\w+)=(\[[^\]]{0,200}\]|[^,]+?)(?:,\s|$)")
 _SHAPES = re.compile(r"torch\.Size\(\[[\d, ]{0,80}\]\)|\[\d+(?:, ?\d+){0,7}\]|\(\d+x\d+ and \d+x\d+\)|"
                      r"\b\d+(?:\.\d+)? ?[KMGT]iB\b")
 _MESSAGE_START = re.compile(r"\b[A-Z]\w*(?:Error|Exception|Failure)\b:|\berror:|\bERROR\b")

@@ -1,0 +1,115 @@
+"""Consistency rules, end to end on logs in the frameworks' real formats: what a report
+says agrees with itself and with the log."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from traintriage.pipeline import diagnose
+from traintriage.report.render import render_markdown, render_text
+
+
+def _log(tmp_path: Path, name: str, text: str) -> str:
+    path = tmp_path / name
+    path.write_text(text)
+    return str(path)
+
+
+def _traceback(rank: int, frame_line: int, error: str) -> str:
+    p = f"[rank{rank}]:"
+    return (f"{p} Traceback (most recent call last):\n"
+            f'{p}   File "/workspace/proj/train.py", line 120, in <module>\n'
+            f"{p}     main()\n"
+            f'{p}   File "/workspace/proj/train.py", line {frame_line}, in main\n'
+            f"{p}     loss = model(batch).sum()\n"
+            f'{p}   File "/opt/conda/lib/python3.11/site-packages/torch/nn/modules/module.py", line 1751, in _call_impl\n'
+            f"{p}     return forward_call(*args, **kwargs)\n"
+            f"{p} {error}\n")
+
+
+OOM = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 1 has a total capacity of "
+       "79.10 GiB of which 1.20 GiB is free. Including non-PyTorch memory, this process has 77.88 GiB memory in use.")
+
+WATCHDOG = ("[rank{r}]:[E1202 10:15:03.{ms:06d} ProcessGroupNCCL.cpp:632] [Rank {r}] Watchdog caught collective "
+            "operation timeout: WorkNCCL(SeqNum=212, OpType=ALLREDUCE, NumelIn=1048576, NumelOut=1048576, "
+            "Timeout(ms)=600000) ran for 600012 milliseconds before timing out.\n")
+
+
+def test_initiator_is_never_its_own_collateral_and_each_line_is_one_row(tmp_path: Path) -> None:
+    text = ("[2026-12-02 10:05:01] step 40 loss 2.113\n"
+            + _traceback(1, 88, OOM)
+            + "".join(WATCHDOG.format(r=r, ms=r) for r in (0, 2, 3))
+            + "E1202 10:15:09.100000 4242 torch/distributed/elastic/multiprocessing/api.py:882] failed "
+              "(exitcode: 1) local_rank: 1 (pid: 5121) of binary: /opt/conda/bin/python3\n")
+    diagnosis = diagnose([_log(tmp_path, "job.out", text)])
+    assert diagnosis.root_cause is not None and diagnosis.root_cause.id == "cuda-oom"
+    assert diagnosis.initiating_rank == 1
+    assert 1 not in diagnosis.ranks.collateral
+    assert all(1 not in item.ranks for item in diagnosis.collateral)
+    rows = [(e.source, e.line) for e in diagnosis.timeline]
+    assert len(rows) == len(set(rows))
+
+
+def test_a_time_is_only_the_events_own(tmp_path: Path) -> None:
+    """The OOM lines carry no stamp; the step line before them does: the evidence has no time."""
+    text = "[2026-12-02 10:05:01] step 40 loss 2.113\n" + _traceback(1, 88, OOM)
+    diagnosis = diagnose([_log(tmp_path, "job.out", text)])
+    assert diagnosis.root_cause is not None
+    assert all(e.time is None for e in diagnosis.root_cause.evidence)
+    assert "10:05:01" not in render_text(diagnosis).split("First failed", 1)[-1].split("\n", 1)[0]
+
+
+def test_single_rank_log_with_only_a_timeout_asks_for_the_other_logs(tmp_path: Path) -> None:
+    text = ("[rank0]:[I1202 10:00:01.000000 ProcessGroupNCCL.cpp:1012] [PG ID 0 PG GUID 0 Rank 0] NCCL version 2.21.5\n"
+            + WATCHDOG.format(r=0, ms=1))
+    diagnosis = diagnose([_log(tmp_path, "rank0.log", text)])
+    assert diagnosis.root_cause is not None and diagnosis.root_cause.id == "nccl-watchdog-timeout"
+    assert diagnosis.initiating_rank is None and diagnosis.ranks.failed == []
+    assert any("not in this log" in note and "other ranks' logs" in note for note in diagnosis.notes)
+    assert "First failed" not in render_text(diagnosis)
+    assert "not in this log" in render_markdown(diagnosis)
+
+
+def test_every_rank_failing_alike_singles_none_out(tmp_path: Path) -> None:
+    error = "AttributeError: 'Config' object has no attribute 'warmup_ratio'"
+    text = "".join(_traceback(rank, 64, error) for rank in range(4))
+    diagnosis = diagnose([_log(tmp_path, "job.out", text)])
+    assert diagnosis.facts is not None and diagnosis.facts.all_ranks_same is True
+    assert diagnosis.initiating_rank is None
+    assert diagnosis.ranks.failed == [0, 1, 2, 3]
+    assert any("code or the environment, not of one node" in note for note in diagnosis.notes)
+
+
+def test_collateral_on_a_gloo_run_is_not_named_after_nccl(tmp_path: Path) -> None:
+    gloo = ("[rank{r}]: RuntimeError: [/__w/pytorch/pytorch/third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:78] "
+            "Timed out waiting 20000ms for recv operation to complete\n")
+    text = (_traceback(2, 88, OOM).replace("CUDA out of memory", "CUDA out of memory")
+            + "".join(gloo.format(r=r) for r in (0, 1, 3))
+            + "[rank0]: INFO init_process_group backend=gloo world_size=4\n")
+    diagnosis = diagnose([_log(tmp_path, "job.out", text)])
+    assert diagnosis.facts is not None and diagnosis.facts.backend == "gloo"
+    assert not [c.id for c in diagnosis.collateral if c.id.startswith("nccl")]
+    assert any("gloo collectives" in note for note in diagnosis.notes)
+
+
+def test_your_code_comes_from_the_culprits_chained_traceback(tmp_path: Path) -> None:
+    """The save fails inside torch; the script's frame is in the re-raised traceback below."""
+    text = ("[rank0]: Traceback (most recent call last):\n"
+            '[rank0]:   File "/opt/conda/lib/python3.11/site-packages/torch/serialization.py", line 967, in save\n'
+            "[rank0]:     _save(obj, opened_zipfile, pickle_module, pickle_protocol, _disable_byteorder_record)\n"
+            "[rank0]: RuntimeError: [enforce fail at inline_container.cc:626] . unexpected pos 3584 vs 3478\n"
+            "[rank0]: \n"
+            "[rank0]: During handling of the above exception, another exception occurred:\n"
+            "[rank0]: \n"
+            "[rank0]: Traceback (most recent call last):\n"
+            '[rank0]:   File "/workspace/proj/train.py", line 52, in <module>\n'
+            "[rank0]:     main()\n"
+            '[rank0]:   File "/workspace/proj/train.py", line 47, in main\n'
+            "[rank0]:     torch.save(state, ckpt_path)\n"
+            '[rank0]:   File "/opt/conda/lib/python3.11/site-packages/torch/serialization.py", line 966, in save\n'
+            "[rank0]:     with _open_zipfile_writer(f) as opened_zipfile:\n"
+            "[rank0]: OSError: [Errno 28] No space left on device\n")
+    diagnosis = diagnose([_log(tmp_path, "job.out", text)])
+    assert diagnosis.root_cause is not None and diagnosis.root_cause.id == "disk-full"
+    frame = diagnosis.root_cause.user_frame
+    assert frame is not None and (frame.file, frame.line, frame.function) == ("/workspace/proj/train.py", 47, "main")
