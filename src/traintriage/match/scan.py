@@ -23,6 +23,9 @@ from traintriage.parse.metrics import MAX_POINTS, MetricPoint, MetricSampler, pa
 # `[^\x07]*` would scan to the chunk's end from every unterminated `ESC ]`).
 ANSI_ESCAPE = re.compile(rb"\x1b(?:\[[0-?]{0,64}[ -/]{0,16}[@-~]|\][^\x07\x1b\n]{0,2048}(?:\x07|\x1b\\)|[@-Z\\-_])")
 MAX_TEXT = 4000
+"""Hit, context and tail lines are decoded to at most this many bytes: every parser after the
+scan (prefix, traceback, torchrun report, facts, ranks) runs on texts this long at most."""
+MAX_METRIC_LINE = 4096
 CONTEXT_BEFORE = 40
 CONTEXT_AFTER = 12
 TAIL_LINES = 40
@@ -75,6 +78,17 @@ def decode_line(raw: bytes, hit_offset: int | None = None) -> str:
 Span = tuple[int, int]
 Chunk = bytes | bytearray
 """A chunk of lines: a bytes object, or the reader's reused buffer (see `iter_windows`)."""
+
+
+def metric_slice(line: bytes) -> bytes:
+    """What of a sampled line the metric parser reads: the line, or when it is huge its last
+    `\r` segment (a progress bar's latest state) or its head, at most MAX_METRIC_LINE bytes."""
+    if len(line) <= MAX_METRIC_LINE:
+        return line
+    last = line.rfind(b"\r") + 1
+    if last and len(line) - last <= MAX_METRIC_LINE and line[last:].strip():
+        return line[last:]
+    return line[:MAX_METRIC_LINE]
 
 
 def _clipped(line: bytes) -> bytes:
@@ -202,7 +216,7 @@ class _SourceScanner:
         current: LineHit | None = None
         for item in planned:
             if item.pattern == _METRIC:
-                point = parse_sampled(text(item.span), self.index, item.number, self.source.rank)
+                point = parse_sampled(metric_slice(text(item.span)), self.index, item.number, self.source.rank)
                 if point is not None:
                     result.metrics.append(point)
                 continue
