@@ -51,6 +51,9 @@ eval: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench.py
 
+bench-serve: $(STAMP)
+	$(BIN)/python benchmarks/bench_serve.py
+
 bench-patterns: $(STAMP)
 	$(BIN)/python benchmarks/pattern_cost.py
 

@@ -1,0 +1,117 @@
+"""Load test of the team server: POST /api/v1/diagnoses with a 100 KB log at 1, 8 and 32 clients.
+
+Loopback only, bounded in count and time: a `traintriage serve` on 127.0.0.1 with a fresh
+SQLite file and an API key, REQUESTS_PER_CLIENT requests per client at each level (and at
+most LEVEL_SECONDS per level). Writes its section of benchmarks/RESULTS.md (between the
+bench-serve markers; the rest of the file is left as it is).
+"""
+
+from __future__ import annotations
+
+import platform
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from datetime import date
+from pathlib import Path
+
+import httpx
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+
+from benchmarks.workloads import write_small_crash  # noqa: E402
+from tests.service.server import team_server  # noqa: E402
+
+from traintriage.service import identity  # noqa: E402
+from traintriage.service.store import Store  # noqa: E402
+
+LEVELS = (1, 8, 32)
+REQUESTS_PER_CLIENT = {1: 40, 8: 10, 32: 5}
+LEVEL_SECONDS = 120.0
+WORKERS = 2
+ERRORS: list[str] = []  # what failed, written under the table
+BEGIN, END = "<!-- bench-serve -->", "<!-- /bench-serve -->"
+
+
+def _level(url: str, token: str, body: bytes, clients: int, requests: int) -> dict[str, float]:
+    latencies: list[float] = []
+    problems: list[str] = []
+    lock = threading.Lock()
+    deadline = time.monotonic() + LEVEL_SECONDS
+
+    def client() -> None:
+        with httpx.Client(base_url=url, timeout=120, headers={"authorization": f"Bearer {token}",
+                                                             "content-type": "text/plain"}) as http:
+            for _ in range(requests):
+                if time.monotonic() > deadline:
+                    return
+                started = time.perf_counter()
+                try:
+                    response = http.post("/api/v1/diagnoses", content=body)
+                except httpx.HTTPError as exc:
+                    problems.append(f"{type(exc).__name__}: {exc}")
+                    continue
+                with lock:
+                    if response.status_code == 201:
+                        latencies.append(time.perf_counter() - started)
+                    else:
+                        problems.append(f"HTTP {response.status_code}: {response.text[:200]}")
+
+    threads = [threading.Thread(target=client) for _ in range(clients)]
+    started = time.perf_counter()
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    wall = time.perf_counter() - started
+    ordered = sorted(latencies)
+    p99 = ordered[min(len(ordered) - 1, int(round(0.99 * (len(ordered) - 1))))] if ordered else float("nan")
+    for problem in sorted(set(problems)):
+        ERRORS.append(f"{clients} clients: {problems.count(problem)} x {problem}")
+    return {"clients": clients, "requests": len(latencies), "failures": len(problems),
+            "p50_ms": statistics.median(ordered) * 1000 if ordered else float("nan"), "p99_ms": p99 * 1000,
+            "throughput": len(latencies) / wall}
+
+
+def _write(rows: list[dict[str, float]], size: int) -> None:
+    lines = [BEGIN, "## Team server: POST /api/v1/diagnoses (`make bench-serve`)", "",
+             f"Machine: {platform.machine()}, 2 cores, Python {platform.python_version()}, {date.today()}. "
+             f"`traintriage serve --workers {WORKERS}` on 127.0.0.1, SQLite, one API key (quota checked on every "
+             f"request), a {size // 1000} KB log sent as text/plain; the load generator runs on the same 2 cores. "
+             "Latency is the client's: request sent to 201 received (diagnosis, masking and storage included).", "",
+             "| concurrent clients | requests | errors | p50 ms | p99 ms | diagnoses/s |", "|---|---|---|---|---|---|"]
+    lines += [f"| {r['clients']:.0f} | {r['requests']:.0f} | {r['failures']:.0f} | {r['p50_ms']:.0f} | "
+              f"{r['p99_ms']:.0f} | {r['throughput']:.1f} |" for r in rows]
+    if ERRORS:
+        lines += ["", "Errors (a request that failed is not in the latencies):", ""]
+        lines += [f"- {error}" for error in ERRORS]
+    section = "\n".join(lines + [END])
+    results = HERE / "RESULTS.md"
+    text = results.read_text() if results.exists() else "# Benchmark results\n"
+    if BEGIN in text and END in text:
+        text = text[:text.index(BEGIN)] + section + text[text.index(END) + len(END):]
+    else:
+        text = text.rstrip("\n") + "\n\n" + section + "\n"
+    results.write_text(text)
+    print(section)
+
+
+def main() -> None:
+    with tempfile.TemporaryDirectory(prefix="bench-serve-") as folder:
+        root = Path(folder)
+        body = write_small_crash(root / "crash-100KB.log").read_bytes()
+        database_url = f"sqlite:///{root / 'bench.db'}"
+        store = Store.open(database_url)
+        token = identity.create_key(store, "bench", daily_limit=1_000_000).token
+        store.close()
+        with team_server(root, database_url, workers=WORKERS) as url:
+            _level(url, token, body, WORKERS * 2, requests=2)  # warm-up: KB and scanner ready in each worker
+            rows = [_level(url, token, body, clients, REQUESTS_PER_CLIENT[clients]) for clients in LEVELS]
+    _write(rows, len(body))
+
+
+if __name__ == "__main__":
+    main()
