@@ -4,7 +4,12 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 SAMPLE := src/traintriage/data/sample/job-4412.log
-CORPORA := ../shared/corpus/gh-dev ../shared/corpus/realruns-dev
+DEV_CORPORA := ../shared/corpus/gh-dev ../shared/corpus/realruns-dev
+# corpus/: real logs collected for issue 15, split by a hash of the case id. Tune on *-tune;
+# *-score is only ever scored (its misses are never printed), our estimate on unseen logs.
+TUNE_CORPORA := corpus/threads-tune corpus/forums-tune
+SCORE_CORPORA := corpus/threads-score corpus/forums-score
+EVAL := $(BIN)/python ../shared/corpus/eval.py --tool "$(BIN)/traintriage"
 
 .PHONY: run serve test lint typecheck unit eval bench bench-patterns clean
 
@@ -46,7 +51,9 @@ unit: $(STAMP)
 test: lint typecheck unit
 
 eval: $(STAMP)
-	$(BIN)/python ../shared/corpus/eval.py --tool "$(BIN)/traintriage" --show-misses $(CORPORA)
+	@echo "== development corpora (../shared/corpus)"; $(EVAL) --show-misses $(DEV_CORPORA)
+	@echo "== new corpus, tuned part"; $(EVAL) --show-misses $(TUNE_CORPORA)
+	@echo "== new corpus, scored part (never tuned on)"; $(EVAL) $(SCORE_CORPORA)
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench.py
