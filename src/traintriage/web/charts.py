@@ -96,6 +96,7 @@ class Plot:
 
 def _number(value: float) -> str:
     """Steps as whole numbers (28,840), metric values with four significant digits."""
+    value = float(value)  # JSON gives ints too
     return f"{value:,.0f}" if value.is_integer() and abs(value) >= 1 else f"{value:.4g}"
 
 

@@ -92,14 +92,16 @@ def compare_notes(entries: list[Entry]) -> list[str]:
     return notes
 
 
-def distinguishing_signatures(entries: list[Entry]) -> dict[str, list[str]]:
-    """Per entry, the root signature patterns no other compared entry has: what the log must
-    show for this entry rather than the others."""
-    patterns = {entry.id: [s.pattern for s in entry.signatures if s.role is Role.root] for entry in entries}
+def distinguishing_signatures(entries: list[Entry]) -> dict[str, list[tuple[str, str]]]:
+    """Per entry, its (role, pattern) root and supporting signatures that no other compared
+    entry has: what the log must show for this entry rather than the others (an entry that
+    specializes another differs by its supporting context)."""
+    telling = {entry.id: [(s.role.value, s.pattern) for s in entry.signatures if s.role is not Role.collateral]
+               for entry in entries}
     result = {}
-    for entry_id, own in patterns.items():
-        others = {p for other, theirs in patterns.items() if other != entry_id for p in theirs}
-        result[entry_id] = [p for p in own if p not in others]
+    for entry_id, own in telling.items():
+        others = {pattern for other, theirs in telling.items() if other != entry_id for _, pattern in theirs}
+        result[entry_id] = [(role, pattern) for role, pattern in own if pattern not in others]
     return result
 
 
@@ -134,6 +136,10 @@ def literals(pattern: str) -> list[str]:
         elif char == "[":
             cut()
             depth_class = True
+        elif char == "(" and pattern.startswith("?", index + 1):  # (?:...), (?i), (?P<name>...)
+            cut()
+            while index + 1 < len(pattern) and pattern[index] not in ":)>":
+                index += 1
         elif char in ".^$+()|":
             cut()
         else:

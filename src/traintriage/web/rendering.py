@@ -7,6 +7,7 @@ from functools import cache
 from typing import Any
 
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
+from markupsafe import Markup, escape
 
 from traintriage import __version__
 from traintriage.kb.schema import STACKS
@@ -23,6 +24,15 @@ def stack_label(stack: str) -> str:
     return STACK_LABELS.get(stack, stack)
 
 
+def inline_code(text: str) -> Markup:
+    """KB prose marks code with backticks: each `span` becomes <code>, every part escaped."""
+    parts = str(text).split("`")
+    if len(parts) % 2 == 0:  # an unpaired backtick: show the text as it is
+        return escape(text)
+    return Markup("").join(escape(part) if n % 2 == 0 else Markup("<code>%s</code>") % part
+                           for n, part in enumerate(parts))
+
+
 @cache
 def environment() -> Environment:
     env = Environment(
@@ -32,7 +42,8 @@ def environment() -> Environment:
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    env.filters.update(rank_ranges=rank_ranges, stack=stack_label, pct=lambda value: f"{float(value):.0%}")
+    env.filters.update(rank_ranges=rank_ranges, stack=stack_label, pct=lambda value: f"{float(value):.0%}",
+                       prose=inline_code)
     env.globals.update(version=__version__)
     return env
 
