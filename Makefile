@@ -11,13 +11,13 @@ TUNE_CORPORA := corpus/threads-tune corpus/forums-tune
 SCORE_CORPORA := corpus/threads-score corpus/forums-score
 EVAL := $(BIN)/python ../shared/corpus/eval.py --tool "$(BIN)/traintriage"
 
-.PHONY: run serve test lint typecheck unit eval bench bench-patterns clean
+.PHONY: run serve test lint typecheck unit fuzz eval bench bench-patterns clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
-	touch $(STAMP)
+	touch $(STAMP) $(VENV)/.installed-run
 
 # `make run` installs only what the CLI needs; `make serve` adds the web app's extra.
 define install_only
@@ -49,6 +49,10 @@ unit: $(STAMP)
 	$(BIN)/pytest -n 2 --dist loadgroup
 
 test: lint typecheck unit
+
+# The hostile-input properties (tests/robust) run a few examples in `make test`; here, many.
+fuzz: $(STAMP)
+	HYPOTHESIS_PROFILE=fuzz $(BIN)/pytest -p no:xdist tests/robust
 
 eval: $(STAMP)
 	@echo "== development corpora (../shared/corpus)"; $(EVAL) --show-misses $(DEV_CORPORA)
