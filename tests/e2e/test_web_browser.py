@@ -10,13 +10,14 @@ import os
 import re
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
 
-from tests.web.live import LiveServer, live_server
+from tests.web.live import LiveServer, free_port, live_server
 from tests.web.runs import crashed_run
 
 if TYPE_CHECKING:
@@ -176,3 +177,45 @@ def test_a_hostile_log_stays_text(page: Page) -> None:
     assert page.locator("main script, main img, main svg[onload]").count() == 0
     assert dialogs == []
     shot(page, "result-hostile")
+
+
+def test_the_form_works_without_javascript(browser: Browser, server: LiveServer) -> None:
+    context = browser.new_context(base_url=server.url, java_script_enabled=False)
+    page = context.new_page()
+    page.goto("/")
+    page.get_by_label("Paste a log").fill("step 3 loss 2.0\ntorch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n")
+    page.get_by_role("button", name="Diagnose", exact=True).click()
+    page.wait_for_url(re.compile(r"/d/[\w-]+$"))
+    assert "cuda-oom" in page.locator("header.verdict").inner_text()
+    page.goto("/")
+    page.get_by_role("button", name="Diagnose", exact=True).click()  # nothing pasted: the form says so
+    assert page.get_by_role("alert").inner_text() == "no input: paste a log or choose log files"
+    context.close()
+
+
+@pytest.fixture(scope="module")
+def static_site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    out = tmp_path_factory.mktemp("static-site")
+    subprocess.run([sys.executable, "-m", "traintriage.cli.entry", "site", "build", str(out)], check=True,
+                   capture_output=True)
+    port = free_port()
+    process = subprocess.Popen([sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1",
+                                "--directory", str(out)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(0.5)
+    yield f"http://127.0.0.1:{port}"
+    process.terminate()
+    process.wait(timeout=10)
+
+
+def test_the_static_site_searches_by_an_error_message(browser: Browser, static_site: str) -> None:
+    page = browser.new_page()
+    page.goto(f"{static_site}/index.html")
+    page.get_by_label("Search: words, or an error message pasted from a log").fill(
+        "[rank1]: RuntimeError: CUDA error: an illegal memory access was encountered")
+    page.get_by_role("button", name="Search").click()
+    first = page.locator("ul.entries li:not([hidden])").first
+    assert first.get_attribute("data-id") == "cuda-illegal-memory-access"
+    first.get_by_role("link").first.click()
+    assert page.get_by_role("heading", name="Mechanism").is_visible()
+    shot(page, "static-entry")
+    page.close()

@@ -27,7 +27,7 @@ class LiveServer:
     process: subprocess.Popen[bytes]
 
 
-def _free_port() -> int:
+def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
@@ -38,7 +38,7 @@ def live_server(root: Path, **env: str) -> Iterator[LiveServer]:
     """Start the server, wait for /healthz, stop it (SIGTERM, then SIGKILL) afterwards."""
     database, tmpdir = root / "traintriage.sqlite", root / "tmp"
     tmpdir.mkdir(parents=True, exist_ok=True)
-    port = _free_port()
+    port = free_port()
     # The anonymous daily allowance (3) is the team service's concern, not these tests'.
     environment = dict(os.environ, TRAINTRIAGE_DATABASE_URL=f"sqlite:///{database}", TMPDIR=str(tmpdir),
                        TRAINTRIAGE_ANONYMOUS_DAILY_LIMIT="100000")

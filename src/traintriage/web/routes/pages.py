@@ -119,17 +119,15 @@ async def result(diagnosis_id: str, store: StoreDep,
     return HTMLResponse(html)
 
 
-@router.get("/d/{diagnosis_id}/diagnosis.json")
-async def result_json(diagnosis_id: str, store: StoreDep,
-                      owner: OwnerDep) -> Response:
-    document = await run_in_threadpool(_stored, diagnosis_id, store, owner)
-    return PlainTextResponse(render_json(diagnosis_of(document)), media_type="application/json",
-                             headers={"content-disposition": f'attachment; filename="traintriage-{diagnosis_id}.json"'})
+_DOWNLOADS = {"json": (render_json, "application/json"), "md": (render_markdown, "text/markdown")}
 
 
-@router.get("/d/{diagnosis_id}/diagnosis.md")
-async def result_markdown(diagnosis_id: str, store: StoreDep,
-                          owner: OwnerDep) -> Response:
+@router.get("/d/{diagnosis_id}/diagnosis.{kind}")
+async def result_download(diagnosis_id: str, kind: str, store: StoreDep, owner: OwnerDep) -> Response:
+    """The result as the CLI's JSON (the OUTPUT.md document) or Markdown (for an issue)."""
+    if kind not in _DOWNLOADS:
+        raise Problem(404, "downloads are diagnosis.json and diagnosis.md")
     document = await run_in_threadpool(_stored, diagnosis_id, store, owner)
-    return PlainTextResponse(render_markdown(diagnosis_of(document)), media_type="text/markdown",
-                             headers={"content-disposition": f'attachment; filename="traintriage-{diagnosis_id}.md"'})
+    renderer, media = _DOWNLOADS[kind]
+    return PlainTextResponse(renderer(diagnosis_of(document)), media_type=media, headers={
+        "content-disposition": f'attachment; filename="traintriage-{diagnosis_id}.{kind}"'})
