@@ -87,6 +87,8 @@ def kb_lint() -> int:
     report = lint()
     for error in report.errors:
         print(f"error: {error}")
+    for warning in report.warnings:
+        print(f"warning: {warning}")
     if report.catalog_ids:
         present = len(report.catalog_ids) - len(report.missing)
         print(f"catalog: {present}/{len(report.catalog_ids)} ids present"
@@ -94,7 +96,7 @@ def kb_lint() -> int:
         print(f"beyond the catalog: {len(report.extra)} entries")
     else:
         print("catalog: not found (set TRAINTRIAGE_CATALOG); coverage not checked")
-    print(f"{report.entries} entries, {len(report.errors)} errors")
+    print(f"{report.entries} entries, {len(report.errors)} errors, {len(report.warnings)} review warnings")
     return 0 if report.ok else 1
 
 

@@ -11,6 +11,7 @@ import yaml
 from traintriage.errors import KnowledgeBaseError
 from traintriage.kb.loader import ENTRIES_DIR, EXAMPLES_DIR, check_links, entry_files, parse_entry
 from traintriage.kb.reporttext import report_text_problems
+from traintriage.kb.review import review_warnings
 from traintriage.kb.schema import Entry, Role
 
 MIN_POSITIVES = 2
@@ -20,6 +21,7 @@ MIN_NEGATIVES = 1
 @dataclass
 class LintReport:
     errors: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)  # never fail the lint: entries to review
     entries: int = 0
     catalog_ids: list[str] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)
@@ -100,6 +102,7 @@ def lint(catalog: Path | None = None) -> LintReport:
         entries[entry.id] = entry
         report.errors.extend(lint_entry(entry, healthy))
     report.entries = len(entries)
+    report.warnings = review_warnings(entries.values())
     try:
         check_links(entries)
     except KnowledgeBaseError as exc:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from datetime import date
 from enum import Enum
 from typing import TYPE_CHECKING, Annotated
 from urllib.parse import urlsplit
@@ -21,6 +22,11 @@ _KEBAB = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
 
 def is_kebab_case(value: str) -> bool:
     return _KEBAB.fullmatch(value) is not None
+
+
+def is_https_url(value: str) -> bool:
+    parts = urlsplit(value)
+    return parts.scheme == "https" and bool(parts.netloc) and " " not in value
 
 
 if TYPE_CHECKING:
@@ -206,9 +212,25 @@ class Reference(Strict):
 
     def __post_init__(self) -> None:
         """An absolute https URL."""
-        parts = urlsplit(self.url)
-        if parts.scheme != "https" or not parts.netloc or " " in self.url:
+        if not is_https_url(self.url):
             raise ValueError("references must be absolute https URLs")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Review(Strict):
+    """When an entry was last checked against upstream, for which releases, against what.
+
+    `versions` maps a system to the release read (quoted, so YAML keeps "2.20" a string);
+    `kb lint` warns when another entry names a newer release of the same system."""
+
+    date: date
+    versions: Annotated[dict[Text, Text], NonEmpty]
+    sources: Annotated[list[Text], NonEmpty]
+
+    def __post_init__(self) -> None:
+        bad = [url for url in self.sources if not is_https_url(url)]
+        if bad:
+            raise ValueError(f"reviewed.sources must be absolute https URLs, not {bad}")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -238,6 +260,7 @@ class Entry(Strict):
     scale: Text | None = None
     references: Annotated[list[Reference], NonEmpty]
     related: list[KebabId] = field(default_factory=list)
+    reviewed: Review | None = None
 
     def __post_init__(self) -> None:
         ids = [s.id for s in self.signatures]
