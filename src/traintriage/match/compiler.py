@@ -10,7 +10,8 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-from dataclasses import dataclass
+import threading
+from dataclasses import dataclass, field
 from enum import Enum
 from functools import cache
 from pathlib import Path
@@ -60,6 +61,15 @@ class Scanner:
     table: list[PatternInfo]
     database: hyperscan.Database
     mask_base: int
+    _threads: threading.local = field(default_factory=threading.local, repr=False, compare=False)
+
+    def scratch(self) -> hyperscan.Scratch:
+        """This thread's scratch space: Hyperscan refuses one scratch in two scans at once, and a
+        server diagnoses several logs at once in threads of one process."""
+        scratch = getattr(self._threads, "scratch", None)
+        if scratch is None:
+            scratch = self._threads.scratch = hyperscan.Scratch(self.database)
+        return scratch
 
     def by_internal(self, kind: Internal) -> list[int]:
         return [i for i, p in enumerate(self.table) if p.internal is kind]
@@ -153,7 +163,6 @@ def load_scanner() -> Scanner:
     cached = cache_dir() / f"scanner-{digest}-{os.uname().machine}.hsdb"
     try:
         database = hyperscan.loadb(Path(cached).read_bytes(), hyperscan.HS_MODE_BLOCK)
-        database.scratch = hyperscan.Scratch(database)
         return Scanner(table=table, database=database, mask_base=mask_base)
     except (OSError, hyperscan.error, TypeError, ValueError):
         pass
@@ -170,5 +179,5 @@ def matching_patterns(scanner: Scanner, text: str) -> list[int]:
         if pattern < scanner.mask_base:
             found.append(pattern)
 
-    scanner.database.scan(text.encode("utf-8", "replace"), match_event_handler=on_match)
+    scanner.database.scan(text.encode("utf-8", "replace"), match_event_handler=on_match, scratch=scanner.scratch())
     return found

@@ -169,7 +169,8 @@ class _SourceScanner:
             limit = len(chunk)
         sink = _LineEvents(chunk, limit, self.scanner, self.kept, self.result.counts)
         with memoryview(chunk) as view, view[:limit] as lines:
-            self.scanner.database.scan(cast(bytes, lines), match_event_handler=sink.on_match)  # any buffer
+            self.scanner.database.scan(cast(bytes, lines), match_event_handler=sink.on_match,
+                                        scratch=self.scanner.scratch())  # any buffer
         events, state_lines = sink.events, sink.state_lines
         events.extend((start, stop, _METRIC) for start, stop in self.sampler.spans(chunk, limit))
         events.sort()
