@@ -158,7 +158,7 @@ def kb_export() -> int:
     from traintriage.plain import plain
 
     rows = [plain(e) for e in sorted(load_kb().entries.values(), key=lambda e: e.id)]
-    write(json.dumps(rows, indent=2, ensure_ascii=False) + "\n")
+    write(json.dumps(rows, indent=2, ensure_ascii=False, default=str) + "\n")  # dates as ISO text
     return 0
 
 
