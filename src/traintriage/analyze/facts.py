@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from traintriage.analyze.observations import Observation
+from traintriage.analyze.observations import Observation, same_rank_context
 from traintriage.analyze.scoring import Candidate
 from traintriage.kb.schema import Entry, Phase
 from traintriage.match.scan import SourceScan
@@ -205,7 +205,7 @@ def _phase(
     else:
         return None, None, last_step
     if phase == "step":
-        if last_step is None and not before:
+        if last_step is None and not before and points:
             return "first-step", "no training step was logged before the failure", None
         return "step", reason or "training steps were logged before the failure", last_step
     return phase, reason, last_step
@@ -214,12 +214,12 @@ def _phase(
 def _phase_from_frames(traceback: Traceback | None, first: Observation | None) -> tuple[str, str] | None:
     if traceback is None or not traceback.frames:
         return None
-    for frame in reversed(traceback.frames):  # innermost first: the nearest named phase decides
-        for phase, functions, reason in _PHASE_FUNCTIONS:
-            if frame.function in functions:
-                if phase == "setup" and frame.function in {"_find_and_load", "import_module"}:
-                    return "setup", "the failure happened while importing a module"
-                return phase, reason
+    names = {frame.function for frame in traceback.frames}
+    for phase, functions, reason in _PHASE_FUNCTIONS:  # most specific phase first: an eval inside train()
+        if names & functions:
+            if phase == "setup" and names & {"_find_and_load", "import_module"}:
+                return "setup", "the failure happened while importing a module"
+            return phase, reason
     code = _user_code_lines(first)
     if any(_MOVE_MODEL.search(line) for line in code):
         return "model-load", "the failure happened while the model was being moved to the GPU"
@@ -256,9 +256,12 @@ def _all_ranks_same(root: Candidate | None, traceback: Traceback | None, world: 
         return (False if failed >= 1 and world is not None and world > 1 else None), failed
     messages = {_normalized(o.message) for o in per_rank.values()}
     frames = {_innermost_frame(o) for o in per_rank.values()}
-    return len(messages) == 1 and len(frames) <= 1, failed
+    return len(messages) == 1 and len(frames) == 1 and "" not in frames, failed
 
 
 def _innermost_frame(observation: Observation) -> str:
-    frames = [line.split('File "', 1)[1] for line in observation.hit.before if 'File "' in line]
-    return _MESSAGE_DIGITS.sub("#", frames[-1]) if frames else ""
+    """The last `File "...", line N` printed before the line on its rank (a Python traceback
+    or a faulthandler dump); "" when there is none (a watchdog thread's message)."""
+    frames = [p.message.split('File "', 1)[1] for p in same_rank_context(observation.hit.before, observation.rank)
+              if 'File "' in p.message]
+    return frames[-1].strip() if frames else ""

@@ -98,13 +98,17 @@ def rank_verdict(
             f"Every rank ({len(failed_ranks)} of {facts.world_size or len(failed_ranks)}) failed with the same "
             "error at the same frame: this is a problem of the code or the environment, not of one node, "
             "so no rank is singled out."])
-    if initiating is not None and entry.nature is not Nature.root and suspects[0].reason.startswith(VICTIM_REASONS) \
-            and len(seen | set(failed_ranks)) <= 1:
+    if initiating is not None and entry.nature is not Nature.root and suspects[0].reason.startswith(VICTIM_REASONS):
+        what = entry.title[0].lower() + entry.title[1:]
+        if len(seen | set(failed_ranks)) <= 1:
+            return RankVerdict(None, [], [
+                f"The rank that started the failure is not in this log: rank {initiating} only reports "
+                f"{what}, which another rank's failure usually causes. Collect the other ranks' logs "
+                "(every node's output, or torchrun's per-rank log files) and diagnose them together."])
         return RankVerdict(None, [], [
-            f"The rank that started the failure is not in this log: rank {initiating} only reports "
-            f"{entry.title[0].lower() + entry.title[1:]}, which another rank's failure usually causes. "
-            "Collect the other ranks' logs (every node's output, or torchrun's per-rank log files) "
-            "and diagnose them together."])
+            f"No rank in this log shows an error of its own before the {what}: the ranks here are "
+            f"waiting for one that stopped, and the earliest of them (rank {initiating}) is not the cause. "
+            "Look for a rank missing from this log or one that stopped logging first, and collect its output."])
     notes = []
     launcher = next((s for s in suspects if s.reason.startswith(LAUNCHER_REASON)), None)
     if launcher is not None and initiating is not None and launcher.rank != initiating:

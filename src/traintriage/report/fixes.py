@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 
 from traintriage.analyze.facts import RunFacts
-from traintriage.kb.schema import FACT_VALUES, Entry, FixCode, When
+from traintriage.kb.schema import FACT_VALUES, Entry, FixCode, FixStep, When
 
 
 class Fit(str, Enum):
@@ -52,9 +52,16 @@ class ChosenFix:
     """Variants (steps and code) that do not fit this run, shown by `kb show`."""
 
 
+def is_narrow(when: When) -> bool:
+    """A condition naming one single value of some fact (`phase: eval`, `stack: deepspeed`)."""
+    return any(len(when.values(name)) == 1 for name in FACT_VALUES) or when.all_ranks_same is not None
+
+
 def choose_fix(entry: Entry, facts: RunFacts) -> ChosenFix:
-    chosen: list[str] = []
-    because: list[str] = []
+    """Matching variants first, those with a narrow condition first (an eval-only step before
+    one for any step; otherwise in the entry's order), then the steps for every run and those
+    whose facts the log does not tell, in the entry's order."""
+    matching: list[FixStep] = []
     rest: list[str] = []
     left_out = 0
     for step in entry.fix.steps:
@@ -63,13 +70,14 @@ def choose_fix(entry: Entry, facts: RunFacts) -> ChosenFix:
             continue
         match fit(step.when, facts):
             case Fit.matches:
-                chosen.append(step.step)
-                if step.because not in because:
-                    because.append(step.because)
+                matching.append(step)
             case Fit.unknown:
                 rest.append(step.step)
             case Fit.contradicts:
                 left_out += 1
+    matching.sort(key=lambda step: not is_narrow(step.when))
+    chosen = [step.step for step in matching]
+    because = list(dict.fromkeys(step.because for step in matching))
     code: dict[str, str] = {}
     for stack, value in entry.fix.code.items():
         text, dropped = _code_for(value, facts)
