@@ -41,7 +41,8 @@ def rate_headers(allowance: Allowance, seconds_to_reset: int) -> dict[str, str]:
 
 
 def _wants_json(request: Request) -> bool:
-    return request.url.path.startswith("/api/") or "text/html" not in request.headers.get("accept", "text/html")
+    """The API answers problem+json; the forms answer a page (their script shows its error line)."""
+    return request.url.path.startswith("/api/") or "json" in request.headers.get("accept", "")
 
 
 def _quota_response(request: Request, caller: Caller, allowance: Allowance, seconds: int) -> Response:
