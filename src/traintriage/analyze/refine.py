@@ -1,15 +1,18 @@
 """Refinements a regex cannot express: numbers inside a matched line, frames of a traceback.
 
 CUDA OOM messages of every PyTorch version end with the same fragmentation hint, so
-only the numbers tell a fragmented cache (enough memory reserved but unallocated to
-satisfy the request) from a plain shortage. And the catch-all for plain script errors
-only applies when the traceback passes through the user's own code: an exception raised
-entirely inside installed tools (a launcher, a serving CLI) is an unknown failure.
+only the numbers tell a fragmented cache from a plain shortage: fragmentation needs idle
+cached memory that covers the request and is a large share of what the process holds
+or of the card ("reserved >> allocated"), on a card not mostly held by other processes.
+And the catch-all for plain script errors only applies when the traceback passes through
+the user's own code: an exception raised entirely inside installed tools (a launcher, a
+serving CLI) is an unknown failure.
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 from traintriage.analyze.observations import same_rank_context
 from traintriage.analyze.scoring import Candidate
@@ -18,29 +21,86 @@ from traintriage.parse.traceback import parse_traceback
 
 USER_CODE = "user-code-exception"
 
-_UNITS = {"B": 1 / 1024**2, "KiB": 1 / 1024, "MiB": 1.0, "GiB": 1024.0, "TiB": 1024.0**2}
-_SIZE = r"(\d+(?:\.\d+)?) ?(B|KiB|MiB|GiB|TiB)"
+_UNITS = {"bytes": 1 / 1024**2, "B": 1 / 1024**2, "KiB": 1 / 1024, "MiB": 1.0, "GiB": 1024.0, "TiB": 1024.0**2}
+_SIZE = r"(\d+(?:\.\d+)?) ?(bytes|B|KiB|MiB|GiB|TiB)"
+# Applied with .search to one OOM line (at most MAX_TEXT characters); no nested quantifiers.
 _REQUESTED = re.compile(r"Tried to allocate " + _SIZE)
+_TOTAL = re.compile(r"total capacity of " + _SIZE + r"|" + _SIZE + r" total capacity")
+_FREE = re.compile(r"of which " + _SIZE + r" is free|" + _SIZE + r" free;")
+_ALLOWED = re.compile(_SIZE + r" allowed;")
+_THIS_PROCESS = re.compile(r"this process has " + _SIZE + r" memory in use")
+_ALLOCATED_NEW = re.compile(r"Of the allocated memory " + _SIZE + r" is allocated by PyTorch")
 _UNALLOCATED_NEW = re.compile(_SIZE + r" is reserved by PyTorch but unallocated")
 _RESERVED_OLD = re.compile(_SIZE + r" reserved in total by PyTorch")
 _ALLOCATED_OLD = re.compile(_SIZE + r" already allocated")
 
+HELD_SHARE = 0.25
+"""Reserved-but-unallocated memory that is this share of what the process holds is "reserved >>
+allocated" in the allocator's own words (reserved at least 4/3 of allocated)."""
+CARD_SHARE = 0.10
+"""... or this share of the card (8 GiB idle in the cache of an 80 GiB card)."""
+
 
 def _mib(match: re.Match[str] | None) -> float | None:
-    return float(match.group(1)) * _UNITS[match.group(2)] if match else None
+    """The first size a pattern captured (patterns with alternatives capture in either place)."""
+    if match is None:
+        return None
+    groups = [g for g in match.groups()]
+    for number, unit in zip(groups[::2], groups[1::2], strict=True):
+        if number is not None and unit is not None:
+            return float(number) * _UNITS[unit]
+    return None
 
 
-def fragmentation_ratio(text: str) -> float | None:
-    """Reserved-but-unallocated memory over the requested size, when the line says both."""
+@dataclass(frozen=True)
+class OomNumbers:
+    """What an OOM message says, in MiB (None: not in this wording)."""
+
+    requested: float
+    unallocated: float
+    held: float
+    card: float | None
+    free: float | None
+
+    @property
+    def others(self) -> float | None:
+        """Memory other processes hold on the card (with the driver's own overhead)."""
+        if self.card is None or self.free is None:
+            return None
+        return max(0.0, self.card - self.free - self.held)
+
+
+def oom_numbers(text: str) -> OomNumbers | None:
+    """The numbers of a PyTorch CUDA/HIP OOM line, new (2.x) or old (1.x) wording."""
     requested = _mib(_REQUESTED.search(text))
     unallocated = _mib(_UNALLOCATED_NEW.search(text))
-    if unallocated is None:
+    allocated = _mib(_ALLOCATED_NEW.search(text))
+    if unallocated is not None:
+        held = _mib(_THIS_PROCESS.search(text)) or (allocated or 0.0) + unallocated
+    else:
         reserved, allocated = _mib(_RESERVED_OLD.search(text)), _mib(_ALLOCATED_OLD.search(text))
-        if reserved is not None and allocated is not None:
-            unallocated = reserved - allocated
-    if requested is None or unallocated is None or requested <= 0:
+        if reserved is None or allocated is None:
+            return None
+        unallocated, held = max(0.0, reserved - allocated), reserved
+    if requested is None or requested <= 0:
         return None
-    return unallocated / requested
+    card = _mib(_ALLOWED.search(text)) or _mib(_TOTAL.search(text))
+    free = _mib(_FREE.search(text))
+    return OomNumbers(requested=requested, unallocated=unallocated, held=held, card=card, free=free)
+
+
+def is_fragmented(numbers: OomNumbers) -> bool:
+    """The request failed although the cache holds more idle memory than it asked for, that idle
+    memory is a large share of what the process holds or of the card, and the card is not
+    mostly held by other processes (then freeing the card is the fix, not the allocator)."""
+    if numbers.unallocated < numbers.requested:
+        return False
+    others = numbers.others
+    if others is not None and others > numbers.held:
+        return False
+    large_for_process = numbers.held > 0 and numbers.unallocated >= HELD_SHARE * numbers.held
+    large_for_card = numbers.card is not None and numbers.unallocated >= CARD_SHARE * numbers.card
+    return large_for_process or large_for_card
 
 
 def apply(candidates: dict[str, Candidate], kb: KnowledgeBase) -> None:
@@ -66,17 +126,17 @@ def _refine_oom(candidates: dict[str, Candidate], kb: KnowledgeBase) -> None:
     if oom is None and fragmented is None:
         return
     lines = [o.hit.text for o in (oom.roots if oom else [])] + [o.hit.text for o in (fragmented.roots if fragmented else [])]
-    ratios = [r for r in (fragmentation_ratio(t) for t in lines) if r is not None]
-    if not ratios:
+    readings = [n for n in (oom_numbers(t) for t in lines) if n is not None]
+    if not readings:
         if fragmented is not None and oom is not None:
             fragmented.score = min(fragmented.score, oom.score - 0.05)
         return
-    is_fragmented = max(ratios) >= 1.0
-    winner, loser = (fragmented, oom) if is_fragmented else (oom, fragmented)
+    is_fragmented_now = any(is_fragmented(n) for n in readings)
+    winner, loser = (fragmented, oom) if is_fragmented_now else (oom, fragmented)
     if winner is None:
         source = loser
         assert source is not None
-        winner_id = "cuda-oom-fragmentation" if is_fragmented else "cuda-oom"
+        winner_id = "cuda-oom-fragmentation" if is_fragmented_now else "cuda-oom"
         if winner_id not in kb.entries:
             return
         winner = Candidate(entry_id=winner_id, score=source.score, nature=source.nature, roots=list(source.roots),
