@@ -14,12 +14,15 @@ from dataclasses import dataclass, field
 
 from traintriage.analyze.facts import RunFacts
 from traintriage.analyze.ranks import SuspectRank
-from traintriage.kb.schema import Entry, Nature
+from traintriage.kb.schema import Entry
 from traintriage.report.model import Collateral, TimelineEvent
 
 VICTIM_REASONS = ("first ", "the only rank with ")
 """Suspect reasons that come from the root cause's own lines (not from a peer or launcher)."""
 LAUNCHER_REASON = "torchrun's first observed failure"
+WAITING_CLASSES = frozenset({"nccl-watchdog-timeout", "nccl-remote-error", "gloo-connection-closed",
+                             "store-connection-lost", "rendezvous-closed"})
+"""Classes whose lines a rank prints while waiting for a peer: the rank printing them is a victim."""
 LOCAL_RANK_REASON = "torchrun agent saw local_rank"
 
 
@@ -98,7 +101,7 @@ def rank_verdict(
             f"Every rank ({len(failed_ranks)} of {facts.world_size or len(failed_ranks)}) failed with the same "
             "error at the same frame: this is a problem of the code or the environment, not of one node, "
             "so no rank is singled out."])
-    if initiating is not None and entry.nature is not Nature.root and suspects[0].reason.startswith(VICTIM_REASONS):
+    if initiating is not None and entry.id in WAITING_CLASSES and suspects[0].reason.startswith(VICTIM_REASONS):
         what = entry.title[0].lower() + entry.title[1:]
         if len(seen | set(failed_ranks)) <= 1:
             return RankVerdict(None, [], [
