@@ -11,6 +11,7 @@ from datetime import datetime, timezone
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, FastAPI, Query
+from fastapi import Path as FastApiPath
 from pydantic import BaseModel, Field
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
@@ -76,6 +77,7 @@ async def a_member(caller: Annotated[Caller, Depends(the_caller)]) -> Caller:
     return caller
 
 
+RuleId = Annotated[int, FastApiPath(ge=1, le=2**31 - 1)]  # the database's integer range
 CallerDep = Annotated[Caller, Depends(the_caller)]
 MemberDep = Annotated[Caller, Depends(a_member)]
 TeamDep = Annotated[Team, Depends(_team)]
@@ -176,7 +178,7 @@ async def create_alert_rule(caller: MemberDep, team: TeamDep, request: Request) 
 
 
 @api.delete("/alert-rules/{rule_id}", status_code=204, responses={**MEMBER_ERRORS, 404: PROBLEM})
-async def delete_alert_rule(rule_id: int, caller: MemberDep, team: TeamDep) -> Response:
+async def delete_alert_rule(rule_id: RuleId, caller: MemberDep, team: TeamDep) -> Response:
     assert caller.owner is not None
     if not await run_in_threadpool(alert_rules.delete_rule, team.store, caller.owner, rule_id):
         raise Problem(404, f"no alert rule {rule_id}")
@@ -198,7 +200,7 @@ def _delivery_json(delivery: Any) -> dict[str, Any]:
 
 
 @api.get("/alert-rules/{rule_id}/deliveries", responses={**MEMBER_ERRORS, 404: PROBLEM})
-async def rule_deliveries(rule_id: int, caller: MemberDep, team: TeamDep) -> list[dict[str, Any]]:
+async def rule_deliveries(rule_id: RuleId, caller: MemberDep, team: TeamDep) -> list[dict[str, Any]]:
     """The rule's latest deliveries, newest first, with attempts and outcome."""
     rule = await run_in_threadpool(_owned_rule, team, caller, rule_id)
     found = await run_in_threadpool(alert_rules.deliveries, team.store, rule.id)
@@ -206,7 +208,7 @@ async def rule_deliveries(rule_id: int, caller: MemberDep, team: TeamDep) -> lis
 
 
 @api.post("/alert-rules/{rule_id}/test", responses={**MEMBER_ERRORS, 404: PROBLEM})
-async def test_alert_rule(rule_id: int, caller: MemberDep, team: TeamDep) -> dict[str, Any]:
+async def test_alert_rule(rule_id: RuleId, caller: MemberDep, team: TeamDep) -> dict[str, Any]:
     """Send a test alert now (retried like a real one) and return the delivery record."""
     rule = await run_in_threadpool(_owned_rule, team, caller, rule_id)
     return _delivery_json(await run_in_threadpool(team.notifier.send_test, rule))
@@ -374,7 +376,7 @@ async def alerts_create(request: Request, team: TeamDep) -> Response:
 
 
 @pages.get("/alerts/{rule_id}", response_class=HTMLResponse)
-async def alert_page(rule_id: int, request: Request, team: TeamDep) -> Response:
+async def alert_page(rule_id: RuleId, request: Request, team: TeamDep) -> Response:
     caller = await _page_member(request)
     rule = await run_in_threadpool(_owned_rule, team, caller, rule_id)
     found = await run_in_threadpool(alert_rules.deliveries, team.store, rule.id)
@@ -382,7 +384,7 @@ async def alert_page(rule_id: int, request: Request, team: TeamDep) -> Response:
 
 
 @pages.post("/alerts/{rule_id}/test")
-async def alert_test(rule_id: int, request: Request, team: TeamDep) -> Response:
+async def alert_test(rule_id: RuleId, request: Request, team: TeamDep) -> Response:
     caller = await _page_member(request)
     await _form(request)
     rule = await run_in_threadpool(_owned_rule, team, caller, rule_id)
@@ -391,7 +393,7 @@ async def alert_test(rule_id: int, request: Request, team: TeamDep) -> Response:
 
 
 @pages.post("/alerts/{rule_id}/delete")
-async def alert_delete(rule_id: int, request: Request, team: TeamDep) -> Response:
+async def alert_delete(rule_id: RuleId, request: Request, team: TeamDep) -> Response:
     caller = await _page_member(request)
     assert caller.owner is not None
     await _form(request)
