@@ -47,7 +47,7 @@ def browser() -> Iterator[Browser]:
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
-    with live_server(tmp_path_factory.mktemp("web-browser")) as running:
+    with live_server(tmp_path_factory.mktemp("web-browser"), TRAINTRIAGE_MAX_UPLOAD_MB="1") as running:
         yield running
 
 
@@ -219,3 +219,14 @@ def test_the_static_site_searches_by_an_error_message(browser: Browser, static_s
     assert page.get_by_role("heading", name="Mechanism").is_visible()
     shot(page, "static-entry")
     page.close()
+
+
+def test_files_past_the_limit_are_refused_before_they_are_sent(page: Page, tmp_path: Path) -> None:
+    big = tmp_path / "rank0.log"
+    big.write_bytes(b"step 1 loss 2.0\n" * (90 << 10))  # 1.4 MB; this server takes 1 MB
+    page.goto("/")
+    page.get_by_label("Or choose log files").set_input_files(str(big))
+    page.get_by_role("button", name="Diagnose", exact=True).click()
+    status = page.get_by_role("status")
+    assert "the limit is 1 MB" in status.inner_text()
+    assert page.url.endswith("/")

@@ -80,3 +80,10 @@ def test_a_hostile_line_is_escaped(client: TestClient) -> None:
 def test_errors_are_pages_with_one_line(client: TestClient, path: str, status: int, text: str) -> None:
     answer = client.get(path)
     assert answer.status_code == status and text in answer.text and "Traceback" not in answer.text
+
+
+def test_a_form_past_the_size_limit_says_so_on_the_form(client: TestClient) -> None:
+    big = b"step 1 ok\n" * (900 << 10)  # 9 MB, the test app takes 8
+    answer = post_form(client, "/diagnose", log=big, csrf=csrf(client))
+    assert answer.status_code == 413
+    assert "upload larger than 8 MB; run &#39;traintriage diagnose&#39; on your machine" in answer.text

@@ -11,9 +11,18 @@ function enhanceUpload() {
   const status = document.getElementById("upload-status");
   form.addEventListener("submit", (event) => {
     event.preventDefault();
+    const limit = Number(form.dataset.limitBytes);
+    const files = Array.from(form.querySelector("input[type=file]").files);
+    const size = files.reduce((total, file) => total + file.size, 0) + form.elements.log.value.length;
+    box.hidden = false;
+    status.classList.remove("error");
+    if (limit && size > limit) {  // say it now rather than after sending it all
+      status.textContent = `These logs are ${(size / 1048576).toFixed(0)} MB; the limit is ${limit / 1048576} MB. Run traintriage diagnose on your machine for bigger logs.`;
+      status.classList.add("error");
+      return;
+    }
     const request = new XMLHttpRequest();
     request.open("POST", form.action);
-    box.hidden = false;
     request.upload.addEventListener("progress", (progress) => {
       if (!progress.lengthComputable) return;
       const percent = Math.round((100 * progress.loaded) / progress.total);
@@ -31,7 +40,6 @@ function enhanceUpload() {
       status.classList.add("error");
     });
     request.addEventListener("error", () => { status.textContent = "The upload failed: network error."; });
-    status.classList.remove("error");
     status.textContent = "Sending…";
     request.send(new FormData(form));
   });
