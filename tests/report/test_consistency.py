@@ -89,7 +89,22 @@ def test_collateral_on_a_gloo_run_is_not_named_after_nccl(tmp_path: Path) -> Non
     diagnosis = diagnose([_log(tmp_path, "job.out", text)])
     assert diagnosis.facts is not None and diagnosis.facts.backend == "gloo"
     assert not [c.id for c in diagnosis.collateral if c.id.startswith("nccl")]
-    assert any("gloo collectives" in note for note in diagnosis.notes)
+    assert diagnosis.ranks.collateral == [0, 1, 3]
+
+
+def test_nccl_named_collateral_on_a_gloo_run_becomes_a_note() -> None:
+    """The rule itself, for a class that only has an NCCL name (whatever the KB holds today)."""
+    from traintriage.analyze.facts import RunFacts
+    from traintriage.report.consistency import named_for_backend
+    from traintriage.report.model import Collateral
+
+    items = [Collateral(id="nccl-watchdog-timeout", ranks=[0, 1], explained_by="training-hang", count=2),
+             Collateral(id="elastic-child-failed", ranks=[], explained_by="training-hang")]
+    kept, notes = named_for_backend(items, RunFacts(backend="gloo"), 3)
+    assert [c.id for c in kept] == ["elastic-child-failed"]
+    assert notes == ["Ranks 0, 1 then failed in gloo collectives while waiting for rank 3 (2 lines): "
+                     "collateral, not a cause."]
+    assert named_for_backend(items, RunFacts(backend="nccl"), 3) == (items, [])
 
 
 def test_your_code_comes_from_the_culprits_chained_traceback(tmp_path: Path) -> None:

@@ -96,6 +96,7 @@ _MOVE_MODEL = re.compile(r"\b(?:model|net|module|self\.model)\w*\s*(?:=\s*\w+\s*
 _ENTRY_PHASE = {Phase.launch: "setup", Phase.init: "setup", Phase.checkpoint: "checkpoint", Phase.eval: "eval",
                 Phase.forward: "step", Phase.backward: "step", Phase.optimizer: "step", Phase.data: "step"}
 _MESSAGE_DIGITS = re.compile(r"0x[0-9a-fA-F]+|\d+")
+_REPORT_RANK = re.compile(r"\brank\s*: (\d+) \(local_rank: \d+\)")
 
 
 @dataclass(frozen=True)
@@ -248,10 +249,15 @@ def _all_ranks_same(root: Candidate | None, traceback: Traceback | None, world: 
     if root is None:
         return None, 0
     per_rank: dict[int, Observation] = {}
+    reported: set[int] = set()
     for observation in sorted(root.roots, key=lambda o: o.sort_key):
         if observation.rank is not None:
             per_rank.setdefault(observation.rank, observation)
-    failed = len(per_rank)
+        else:
+            reported.update(_reported_rank(observation))
+    failed = len(per_rank) or len(reported)
+    if not per_rank:
+        return (False if failed and world is not None and failed < world else None), failed
     if failed < 2 or world is None or failed < world:
         return (False if failed >= 1 and world is not None and world > 1 else None), failed
     messages = {_normalized(o.message) for o in per_rank.values()}
@@ -259,9 +265,24 @@ def _all_ranks_same(root: Candidate | None, traceback: Traceback | None, world: 
     return len(messages) == 1 and len(frames) == 1 and "" not in frames, failed
 
 
+def _reported_rank(observation: Observation) -> set[int]:
+    """The rank of an entry of torchrun's failure report (`rank : 13 (local_rank: 1)` just above)."""
+    for text in observation.hit.before[-4:]:
+        match = _REPORT_RANK.search(text)
+        if match:
+            return {int(match.group(1))}
+    return set()
+
+
 def _innermost_frame(observation: Observation) -> str:
-    """The last `File "...", line N` printed before the line on its rank (a Python traceback
-    or a faulthandler dump); "" when there is none (a watchdog thread's message)."""
-    frames = [p.message.split('File "', 1)[1] for p in same_rank_context(observation.hit.before, observation.rank)
-              if 'File "' in p.message]
-    return frames[-1].strip() if frames else ""
+    """The innermost `File "...", line N` of the failing thread on the line's rank: the last
+    frame of the Python traceback printed before it, or for faulthandler's `Fatal Python error`
+    the first frame of the current thread after it (most recent call first); "" when there is
+    none (a watchdog thread's message)."""
+    if "Fatal Python error" in observation.message:
+        after = [p.message for p in same_rank_context(observation.hit.after, observation.rank)]
+        start = next((i for i, text in enumerate(after) if text.startswith("Current thread")), 0)
+        frames = [text for text in after[start:] if 'File "' in text][:1]
+    else:
+        frames = [p.message for p in same_rank_context(observation.hit.before, observation.rank) if 'File "' in p.message]
+    return frames[-1].split('File "', 1)[1].strip() if frames else ""

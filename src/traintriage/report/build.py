@@ -112,6 +112,8 @@ def _user_frame(analysis: Analysis, scans: list[SourceScan], rank: int | None) -
     first = analysis.root.first if analysis.root else None
     if first is None:
         return None
+    if "Fatal Python error" in first.message:
+        return _faulthandler_user_frame(first)
     hits = [hit for scan in scans if scan.source == first.hit.source for hit in scan.hits if hit.before]
     hits.sort(key=lambda hit: abs(hit.line - first.hit.line))
     for hit in hits:
@@ -124,6 +126,23 @@ def _user_frame(analysis: Analysis, scans: list[SourceScan], rank: int | None) -
         parsed = parse_traceback(lines, hit.text)
         if parsed is not None and parsed.user_frame is not None:
             return parsed.user_frame
+    return None
+
+
+_FAULTHANDLER_FRAME = re.compile(r'^\s*File "([^"]+)", line (\d+) in (\S+)')
+
+
+def _faulthandler_user_frame(fatal: Observation) -> Frame | None:
+    """faulthandler prints the crashing thread's frames after `Fatal Python error`, most
+    recent first: the first one in the user's code."""
+    lines = [context.message for context in same_rank_context(fatal.hit.after, fatal.rank)]
+    start = next((i for i, text in enumerate(lines) if text.startswith("Current thread")), 0)
+    for text in lines[start:]:
+        match = _FAULTHANDLER_FRAME.match(text)
+        if match:
+            frame = Frame(file=match.group(1), line=int(match.group(2)), function=match.group(3))
+            if frame.is_user_code:
+                return frame
     return None
 
 
@@ -167,6 +186,7 @@ def build_diagnosis(
             unknown=[evidence_of(o) for o in analysis.salient] if failed else [],
             candidates=[CandidateOut(id=c.entry_id, confidence=analysis.confidence.get(c.entry_id, 0.0))
                         for c in analysis.ranked[:5]],
+            initiating_rank=analysis.initiating_rank if failed else None,
             warnings=warnings,
             stats=stats,
         )
