@@ -11,7 +11,7 @@ from starlette.responses import HTMLResponse, PlainTextResponse, RedirectRespons
 
 from traintriage.errors import TraintriageError
 from traintriage.kb.loader import load_kb
-from traintriage.report.render import render_json, render_markdown
+from traintriage.report.render import facts_line, fix_reason, render_json, render_markdown, summary_of
 from traintriage.web import charts
 from traintriage.web.body import Part, media_type, read_multipart
 from traintriage.web.diagnosing import diagnose_and_store, diagnosis_of
@@ -28,7 +28,7 @@ from traintriage.web.storage import DiagnosisStore, OwnerDep, StoreDep
 router = APIRouter(include_in_schema=False)
 KNOWN_FIELDS = frozenset({"schema", "status", "root_cause", "candidates", "initiating_rank", "suspects", "ranks",
                           "collateral", "anomalies", "timeline", "fix", "verify", "environment", "unknown",
-                          "warnings", "stats", VIEWS})
+                          "warnings", "stats", "facts", "notes", VIEWS})
 
 
 def _settings(request: Request) -> WebSettings:
@@ -109,7 +109,7 @@ async def result(diagnosis_id: str, store: StoreDep,
     entry = load_kb().get(root["id"]) if root else None
     explained = {c["id"] for c in document.get("collateral", [])}
     html = render(
-        "result.html", Links(), id=diagnosis_id, d=document, entry=entry, kb=load_kb(),
+        "result.html", Links(), id=diagnosis_id, d=document, entry=entry, kb=load_kb(), words=_report_words(document),
         context={(c["source"], c["line"]): c for c in views.get("context", [])},
         timeline=charts.timeline(views.get("rank_events", [])),
         plots=[p for p in (charts.plot(s) for s in views.get("plots", [])) if p is not None],
@@ -117,6 +117,18 @@ async def result(diagnosis_id: str, store: StoreDep,
         extra={k: v for k, v in contract_part(document).items() if k not in KNOWN_FIELDS and v},
     )
     return HTMLResponse(html)
+
+
+def _report_words(document: dict[str, Any]) -> dict[str, str | None]:
+    """The sentences the CLI's reports make of a diagnosis (one-line summary, facts of the run,
+    why these fix steps come first), made by the same functions."""
+    try:
+        diagnosis = diagnosis_of(document)
+    except ValueError:  # a document stored by an older schema: the page shows its fields as they are
+        return {"summary": None, "facts": None, "fix_reason": None}
+    return {"summary": summary_of(diagnosis.root_cause) if diagnosis.root_cause else None,
+            "facts": facts_line(diagnosis.facts),
+            "fix_reason": fix_reason(diagnosis.fix) if diagnosis.fix else None}
 
 
 _DOWNLOADS = {"json": (render_json, "application/json"), "md": (render_markdown, "text/markdown")}
