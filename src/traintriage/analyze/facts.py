@@ -161,9 +161,20 @@ def run_facts(
     zero = next((int(g) for m in _ZERO.finditer(joined) for g in m.groups() if g), None)
     same, failed = _all_ranks_same(root, traceback, world or (len(seen_ranks) or None))
     return RunFacts(stack=stack, launcher=launcher, backend=_backend(joined), phase=phase, phase_reason=reason,
-                    step=step, dtype=next((name for name, p in _DTYPES if p.search(joined)), None),
+                    step=step, dtype=_dtype(root, joined),
                     platform=next((name for name, p in _PLATFORMS if p.search(joined)), None), zero_stage=zero,
                     world_size=world, single_node=single, ranks_failed=failed, all_ranks_same=same)
+
+
+def _dtype(root: Candidate | None, joined: str) -> str | None:
+    """The precision of the failing operation when its own lines name it (`cublasSgemm` is an
+    fp32 GEMM even in a bf16 run), else the run's configured precision."""
+    failing = "\n".join(o.hit.text[:MAX_TEXT] for o in (root.roots if root else [])[:8])
+    for text in (failing, joined):
+        found = next((name for name, pattern in _DTYPES if pattern.search(text)), None)
+        if found is not None:
+            return found
+    return None
 
 
 def _backend(joined: str) -> str | None:
