@@ -137,11 +137,21 @@ def check_pattern(regex: str) -> str | None:
     return None
 
 
+def table_flags(info: PatternInfo) -> tuple[str, int]:
+    """The pattern body and its Hyperscan flags. A supporting signature counts by presence
+    alone, so Hyperscan reports it once per scanned window: some name routine lines (NCCL's
+    `via P2P/IPC` channel lines) that would otherwise call Python on every one of them."""
+    body, flag = split_flags(info.regex)
+    if info.kind is PatternKind.signature and info.role is Role.supporting:
+        flag |= hyperscan.HS_FLAG_SINGLEMATCH
+    return body, flag
+
+
 def compile_table(table: list[PatternInfo]) -> hyperscan.Database:
     expressions: list[bytes] = []
     flags: list[int] = []
     for info in table:
-        body, flag = split_flags(info.regex)
+        body, flag = table_flags(info)
         expressions.append(body.encode())
         flags.append(flag)
     database = hyperscan.Database()
@@ -159,7 +169,7 @@ def load_scanner() -> Scanner:
     """The compiled scanner, deserialised from the cache when no pattern changed."""
     table = pattern_table(load_kb())
     mask_base = next((i for i, p in enumerate(table) if p.kind is PatternKind.mask_state), len(table))
-    digest = hashlib.sha256("\0".join(p.regex for p in table).encode()).hexdigest()[:24]
+    digest = hashlib.sha256("\0".join(f"{p.regex}\1{table_flags(p)[1]}" for p in table).encode()).hexdigest()[:24]
     cached = cache_dir() / f"scanner-{digest}-{os.uname().machine}.hsdb"
     try:
         database = hyperscan.loadb(Path(cached).read_bytes(), hyperscan.HS_MODE_BLOCK)

@@ -293,10 +293,13 @@ def _primed_masker(source: Source) -> Masker:
     return masker
 
 
-CONFIRM_BEFORE = 512
+CONFIRM_BEFORE = 64
 CONFIRM_AFTER = 64
 """A confirm pattern runs on this window around its fast pattern's hit, never on the whole
-line: a line of a million hits (a printed tensor of NaNs) costs a million small searches."""
+line: a line of a million hits (a printed tensor of NaNs) costs a million small searches.
+The window is small because a confirm pattern names the words next to the hit (a metric's
+name before its value), and because it runs on every hit: Megatron prints `number of nan
+iterations` on every iteration line."""
 MAX_FAILED_CONFIRMS = 64
 """Per line and pattern: after this many hits that did not confirm, later ones on that line
 are not checked (counted as not confirmed), so an endless line costs at most this many."""
