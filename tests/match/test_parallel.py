@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from traintriage.ingest.sources import discover
-from traintriage.match import parallel
 from traintriage.kb.schema import Role
+from traintriage.match import parallel
 from traintriage.match.compiler import PatternKind, load_scanner
 from traintriage.match.scan import scan_source
 
