@@ -96,3 +96,9 @@ def test_job_ids_in_a_file_name_are_not_ranks(tmp_path: Path) -> None:
     assert diagnosis["root_cause"]["id"] == "cuda-illegal-memory-access"
     assert diagnosis["initiating_rank"] is None
     assert all(e["rank"] is None for e in diagnosis["root_cause"]["evidence"])
+
+
+def test_mask_without_paths_reads_stdin_whole(tmp_path: Path) -> None:
+    log = _failing_log(tmp_path / "run.log", steps=20_000)
+    result = subprocess.run([TOOL, "mask"], input=log.read_text(), capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0 and result.stdout == log.read_text()

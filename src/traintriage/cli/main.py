@@ -42,11 +42,13 @@ def diagnose(
 
 
 @app.command()
-def mask(paths: Annotated[list[str], typer.Argument(help="Log files or '-' for stdin.")]) -> int:
+def mask(
+    paths: Annotated[list[str] | None, typer.Argument(help="Log files or '-' for stdin (the default).")] = None,
+) -> int:
     """Print the log with secrets and personal data replaced; every line kept."""
     from traintriage.cli.mask_cmd import mask_command
 
-    return mask_command(paths)
+    return mask_command(paths or [])
 
 
 @app.command()
