@@ -107,7 +107,7 @@ def main() -> None:
         store = Store.open(database_url)
         token = identity.create_key(store, "bench", daily_limit=1_000_000).token
         store.close()
-        with team_server(root, database_url, workers=WORKERS) as url:
+        with team_server(root, database_url, WORKERS) as url:
             _level(url, token, body, WORKERS * 2, requests=2)  # warm-up: KB and scanner ready in each worker
             rows = [_level(url, token, body, clients, REQUESTS_PER_CLIENT[clients]) for clients in LEVELS]
     _write(rows, len(body))

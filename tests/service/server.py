@@ -13,6 +13,8 @@ from pathlib import Path
 
 import httpx
 
+from traintriage.service.store import Store
+
 
 def free_port() -> int:
     with socket.socket() as sock:
@@ -21,7 +23,7 @@ def free_port() -> int:
 
 
 @contextmanager
-def team_server(root: Path, database_url: str, *, workers: int = 1, **env: str) -> Iterator[str]:
+def team_server(root: Path, database_url: str, workers: int = 1, /, **env: str) -> Iterator[str]:
     """Start the server, wait until /readyz answers 200, yield its base URL, stop it afterwards."""
     port = free_port()
     environment = {k: v for k, v in os.environ.items() if not k.startswith("TRAINTRIAGE_REDIS")}
@@ -53,3 +55,15 @@ def team_server(root: Path, database_url: str, *, workers: int = 1, **env: str) 
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()
+
+
+@contextmanager
+def sqlite_team_server(root: Path, **env: str) -> Iterator[tuple[str, Store]]:
+    """A one-worker server on a fresh SQLite file, and a Store on the same file for the test's own checks."""
+    database_url = f"sqlite:///{root / 'team.db'}"
+    store = Store.open(database_url)
+    try:
+        with team_server(root, database_url, 1, **env) as url:
+            yield url, store
+    finally:
+        store.close()

@@ -13,7 +13,7 @@ import pytest
 from tests.e2e.test_web_browser import browser as browser  # noqa: F401 (module-scoped Chromium)
 from tests.e2e.test_web_browser import shot
 from tests.service.receivers import http_receiver
-from tests.service.server import team_server
+from tests.service.server import sqlite_team_server
 from tests.service.test_team_server import OOM_LOG
 from traintriage.service import identity
 from traintriage.service.store import Store
@@ -26,11 +26,8 @@ pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("web-browser")]
 
 @pytest.fixture
 def site(tmp_path: Path) -> Iterator[tuple[str, Store]]:
-    database_url = f"sqlite:///{tmp_path / 'team.db'}"
-    store = Store.open(database_url)
-    with team_server(tmp_path, database_url, TRAINTRIAGE_ANONYMOUS_DAILY_LIMIT="1") as url:
-        yield url, store
-    store.close()
+    with sqlite_team_server(tmp_path, TRAINTRIAGE_ANONYMOUS_DAILY_LIMIT="1") as running:
+        yield running
 
 
 @pytest.fixture

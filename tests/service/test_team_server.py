@@ -14,7 +14,7 @@ import httpx
 import pytest
 
 from tests.service.receivers import http_receiver
-from tests.service.server import team_server
+from tests.service.server import sqlite_team_server, team_server
 from traintriage.service import identity
 from traintriage.service.models import EvaluationCode
 from traintriage.service.store import Store
@@ -46,7 +46,7 @@ def backend(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[str, dict[s
 def test_fifty_concurrent_requests_from_one_client_get_exactly_three_diagnoses_across_four_workers(
         backend: tuple[str, dict[str, str]], tmp_path: Path) -> None:
     database_url, env = backend
-    with team_server(tmp_path, database_url, workers=4, **env) as url:
+    with team_server(tmp_path, database_url, 4, **env) as url:
         deadline = time.monotonic() + 60
         while len(_pids(tmp_path)) < 4 and time.monotonic() < deadline:
             httpx.get(f"{url}/readyz", timeout=5)
@@ -67,11 +67,8 @@ def test_fifty_concurrent_requests_from_one_client_get_exactly_three_diagnoses_a
 
 @pytest.fixture
 def sqlite_server(tmp_path: Path) -> Iterator[tuple[str, Store]]:
-    database_url = f"sqlite:///{tmp_path / 'team.db'}"
-    store = Store.open(database_url)
-    with team_server(tmp_path, database_url, TRAINTRIAGE_ANONYMOUS_DAILY_LIMIT="20") as url:
-        yield url, store
-    store.close()
+    with sqlite_team_server(tmp_path, TRAINTRIAGE_ANONYMOUS_DAILY_LIMIT="20") as running:
+        yield running
 
 
 def _bearer(token: str) -> dict[str, str]:
