@@ -106,8 +106,9 @@ def distinguishing_signatures(entries: list[Entry]) -> dict[str, list[tuple[str,
 
 
 def literals(pattern: str) -> list[str]:
-    """Literal runs of a signature (what an error message pasted into a search box contains),
-    at least MIN_LITERAL characters; one pass over the pattern."""
+    """Literal runs of a signature, at least MIN_LITERAL characters, each whole (alternatives
+    and optional parts cut apart): text to find verbatim inside a pasted error line, for the
+    static site's search. (`kb.search_index.signature_words` gives the words, for BM25.)"""
     runs: list[str] = []
     current: list[str] = []
     index, depth_class = 0, False
