@@ -27,4 +27,5 @@ async def api_docs(request: Request) -> HTMLResponse:
     schema = request.app.openapi()
     operations = [(path, method.upper(), operation) for path, item in schema["paths"].items()
                   for method, operation in item.items()]
-    return HTMLResponse(render("api_docs.html", Links(), operations=operations, schema=schema))
+    return HTMLResponse(render("api_docs.html", Links(), operations=operations, schema=schema,
+                               base=str(request.base_url).rstrip("/")))
