@@ -7,6 +7,8 @@ app stores belong to their caller (a result stays readable by whoever has its li
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from datetime import datetime, timezone
 from typing import Annotated, Any
 
@@ -51,6 +53,20 @@ def install(app: FastAPI) -> None:
     app.dependency_overrides[current_owner] = owner_for_saving
     for router in (api, pages, meta):
         app.include_router(router)
+    opened = app.router.lifespan_context
+
+    @asynccontextmanager
+    async def lifespan(application: Any) -> AsyncIterator[Any]:
+        """Alerts still being sent finish before the store closes."""
+        async with opened(application) as state:
+            try:
+                yield state
+            finally:
+                team = getattr(application.state, "team", None)
+                if isinstance(team, Team):
+                    await run_in_threadpool(team.close)
+
+    app.router.lifespan_context = lifespan
 
 
 def owner_for_saving(request: Request) -> str | None:
