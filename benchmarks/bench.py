@@ -24,16 +24,17 @@ TOOL = str(BIN / "traintriage")
 GIB = 1 << 30
 
 sys.path.insert(0, str(HERE))
-from workloads import FAILING_RANK, write_console_log, write_rank_dir, write_small_crash  # noqa: E402
-
-_RSS_WRAPPER = (
-    "import resource, subprocess, sys, time; t = time.perf_counter(); "
-    "r = subprocess.run(sys.argv[1:], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL); "
-    "w = time.perf_counter() - t; "
-    "u = resource.getrusage(resource.RUSAGE_CHILDREN); "
-    "sys.stderr.write('%f %d %f\\n' % (w, u.ru_maxrss, u.ru_utime + u.ru_stime)); "
-    "sys.stdout.buffer.write(r.stdout)"
+from sections import write_section  # noqa: E402
+from workloads import (  # noqa: E402
+    FAILING_RANK,
+    write_console_log,
+    write_fleet_dir,
+    write_metric_console_log,
+    write_rank_dir,
+    write_small_crash,
 )
+
+_TREE_RSS = str(HERE / "tree_rss.py")
 
 
 @dataclass
@@ -52,7 +53,7 @@ class Measure:
 def measure(command: list[str], repeat: int = 1) -> Measure:
     runs = []
     for _ in range(repeat):
-        result = subprocess.run([sys.executable, "-c", _RSS_WRAPPER, *command], capture_output=True, check=False)
+        result = subprocess.run([sys.executable, _TREE_RSS, *command], capture_output=True, check=False)
         seconds, rss_kb, cpu = result.stderr.decode().split()
         runs.append(Measure(float(seconds), int(rss_kb) / 1024, float(cpu), result.stdout))
     best = sorted(runs, key=lambda m: m.seconds)[len(runs) // 2]
@@ -85,13 +86,21 @@ def prepare() -> dict[str, Path]:
     files = {
         "big": WORK / f"console-64rank-{size >> 20}MB.log",
         "half": WORK / f"console-64rank-{size >> 21}MB.log",
+        "metric": WORK / f"metric-dense-64rank-{size >> 20}MB.log",
         "dir": WORK / "ranks-1024x2MB",
+        "fleet": WORK / "fleet-20000x20KB",
         "small": WORK / "crash-100KB.log",
     }
     for key, target in (("big", size), ("half", size // 2)):
         if not files[key].exists():
             print(f"generating {files[key].name} ...", flush=True)
             write_console_log(files[key], target)
+    if not files["metric"].exists():
+        print(f"generating {files['metric'].name} ...", flush=True)
+        write_metric_console_log(files["metric"], size)
+    if not files["fleet"].exists():
+        print("generating 20,000 small job logs ...", flush=True)
+        write_fleet_dir(files["fleet"])
     if not files["dir"].exists():
         print("generating 1024 rank files ...", flush=True)
         write_rank_dir(files["dir"], 1024, 2 << 20, FAILING_RANK)
@@ -119,7 +128,7 @@ def main() -> None:
     subprocess.run([TOOL, "kb", "list"], capture_output=True, check=False)  # warm the KB cache
     rows = []
     details = {}
-    for key in ("big", "half", "dir", "small"):
+    for key in ("big", "half", "metric", "dir", "fleet", "small"):
         path = files[key]
         size = size_of(path)
         repeat = 5 if key == "small" else 3  # medians: these machines are noisy
@@ -160,7 +169,7 @@ def write_results(rows: list[dict[str, object]], mask_mbs: tuple[float, float, f
         f"{time.strftime('%Y-%m-%d')}. Produced by `make bench`; ratios are against baselines measured in the same run. "
         "traintriage and rg times are medians of 3 runs (5 for the small log), page cache warm.",
         "",
-        "cores busy = CPU time of all processes / wall time.",
+        "cores busy = CPU time of all processes / wall time; peak RSS = the whole process tree's, workers included.",
         "",
         "| workload | MB | traintriage s | MB/s | peak RSS MB | cores busy | × rg -c -i error | wc -l s | python read s "
         "| root cause | initiating rank |",
@@ -183,7 +192,7 @@ def write_results(rows: list[dict[str, object]], mask_mbs: tuple[float, float, f
     small = [r for r in rows if str(r["workload"]).startswith("crash")]
     if small:
         lines += ["", f"Small-log CLI wall time (median of 5, KB cache warm): {float(small[0]['seconds']) * 1000:.0f} ms."]
-    (HERE / "RESULTS.md").write_text("\n".join(lines) + "\n")
+    write_section(HERE / "RESULTS.md", "bench", "\n".join(lines[2:]))
     print("\n".join(lines))
 
 

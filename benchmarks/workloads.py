@@ -129,3 +129,68 @@ def write_rank_dir(root: Path, files: int, size: int, failing: int) -> Path:
 def write_small_crash(path: Path, size: int = 100_000) -> Path:
     write_console_log(path, size, ranks=4, failing=2)
     return path
+
+
+def _metric_line(shape: int, step: int, rank: int, rng: random.Random) -> str:
+    """One step's metrics in one of the shapes trainers print (issue 17)."""
+    loss = 2.31 - step * 1e-5 + rng.random() * 0.05
+    if shape == 0:  # plain `key value |` logger line
+        return (f"[INFO] [trainer.py:412] step {step} | loss {loss:.2f} | grad_norm {1 + rng.random():.2f} "
+                f"| lr 3.0e-04 | tokens/s {91000 + rng.randrange(2000)}")
+    if shape == 1:  # Hugging Face Trainer log dict
+        return (f"{{'loss': {loss:.4f}, 'grad_norm': {1 + rng.random():.4f}, 'learning_rate': 2e-05, "
+                f"'epoch': {step / 10000:.2f}}}")
+    if shape == 2:  # Lightning progress bar postfix (tqdm)
+        return (f"Epoch 0:  {step % 100:2d}%|{'#' * (step % 10):<10}| {step % 1000}/1000 [00:{step % 60:02d}<01:40, "
+                f"9.87it/s, loss={loss:.3f}, v_num=3]")
+    # Megatron-LM training log line
+    return (f" iteration {step:8d}/  500000 | consumed samples: {step * 512:12d} | elapsed time per iteration (ms): "
+            f"{412 + rng.random():.1f} | learning rate: 3.000E-04 | global batch size:   512 | lm loss: {loss:.6E} "
+            f"| loss scale: 1.0 | grad norm: {1 + rng.random():.3f} | number of skipped iterations:   0 | "
+            f"number of nan iterations:   0 |")
+
+
+def write_metric_console_log(path: Path, size: int, ranks: int = RANKS, failing: int = FAILING_RANK) -> Path:
+    """A console log dense with training metrics: ~70% of lines are step metrics (four common
+    shapes, a block of each in turn), the rest NCCL INFO and tqdm; one OOM near the end."""
+    rng = random.Random(11)
+    blocks = []
+    for step in range(256):
+        shape = (step // 64) % 4
+        lines = [f"[default{rank}]:{_metric_line(shape, step, rank, rng)}" for rank in range(ranks)]
+        for rank in range(0, ranks, 3):
+            node, local = divmod(rank, 8)
+            lines.append(f"[default{rank}]:gpu-node{node:02d}:{4100 + rank}:{4200 + rank} [{local}] NCCL INFO "
+                         f"Channel {step % 32:02d}/0 : {rank} -> {(rank + 1) % ranks} via P2P/CUMEM/read")
+        bar = "".join(f"\r{p:3d}%|{'#' * (p // 10):<10}| {p}/100 [00:{p % 60:02d}<00:10, 9.8it/s]" for p in (0, 50, 100))
+        lines.append(f"[default0]:{bar}")
+        blocks.append("\n".join(lines) + "\n")
+    with path.open("w", encoding="utf-8") as out:
+        out.write("\n".join(_init_block(ranks)) + "\n")
+        written = out.tell()
+        step = 0
+        while written < size * 0.999:
+            block = blocks[step % len(blocks)]
+            out.write(block)
+            written += len(block)
+            step += 1
+        out.write(_failure(ranks, failing))
+    return path
+
+
+def write_fleet_dir(root: Path, files: int = 20_000, size: int = 20_000, failing: int = 4242) -> Path:
+    """Many small job logs side by side (a fleet of short jobs): one of them died of an OOM."""
+    rng = random.Random(5)
+    root.mkdir(parents=True, exist_ok=True)
+    for job in range(files):
+        lines: list[str] = []
+        written = step = 0
+        while written < size:
+            line = _metric_line(step % 4, step, 0, rng)
+            lines.append(line)
+            written += len(line) + 1
+            step += 1
+        if job == failing:
+            lines += [line.split("]: ", 1)[1] for line in _failure(1, 0).splitlines()[:6]]
+        (root / f"job-{job:05d}.log").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return root
