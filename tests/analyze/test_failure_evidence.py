@@ -28,6 +28,15 @@ FAILED = {
         "F1203 07:12:40.123456 4412 pjrt_stream_executor_client.cc:1023] Check failed: buffer != nullptr",
     ],
     "illegal instruction from the shell": ["Illegal instruction (core dumped)"],
+    "a bare Exception from a process pool": [
+        "Epoch: [19][1200/1250] Loss 0.00021",
+        "  File \"/usr/lib/python3.10/multiprocessing/spawn.py\", line 12, in _main",
+        "Exception: process 1 terminated with signal SIGKILL",
+    ],
+    "tensorflow 1.x error with its traceback pointer": [
+        "[1,1]<stderr>:ResourceExhaustedError (see above for traceback): OOM when allocating tensor with shape[2,1023,50257]",
+    ],
+    "horovodrun's exit report": ["Process 0 exit with status code 137."],
     "a device assertion wrapped by the terminal": [
         "/pytorch/aten/src/ATen/native/cuda/Indexing.cu:1422: indexSelectLargeIndex: block: [3,0,0], thread: [6,0,0] "
         "Assertion `srcIndex < srcSelectDimSize`",

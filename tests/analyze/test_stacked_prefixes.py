@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from traintriage.pipeline import diagnose
+from traintriage.report.model import Status
 
 FAILING = 19
 
@@ -75,3 +76,31 @@ def test_torchrun_report_behind_pdsh_hosts_names_the_global_rank(tmp_path: Path)
     diagnosis = diagnose([str(path)])
     assert diagnosis.root_cause is not None and diagnosis.root_cause.id == "cuda-illegal-memory-access"
     assert diagnosis.initiating_rank == FAILING
+
+
+def _report(rank: int, local_rank: int, time: str, host: str) -> list[str]:
+    return ["Root Cause (first observed failure):", "[0]:", f"  time      : {time}", f"  host      : {host}",
+            f"  rank      : {rank} (local_rank: {local_rank})", "  exitcode  : 1 (pid: 4412)", "  error_file: <N/A>",
+            "  traceback : To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html",
+            "============================================================"]
+
+
+def test_two_nodes_reports_the_earliest_is_the_initiator(tmp_path: Path) -> None:
+    """Each node's agent reports its own first failure; the one earlier in time started it,
+    wherever it sits in the pasted log."""
+    lines = ["torch.distributed.elastic.multiprocessing.errors.ChildFailedError: ",
+             *_report(3, 3, "2026-12-03_07:45:52", "node-a"),
+             "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: ",
+             *_report(4, 0, "2026-12-03_07:45:01", "node-b")]
+    path = tmp_path / "two-nodes.log"
+    path.write_text("\n".join(lines) + "\n")
+    assert diagnose([str(path)]).initiating_rank == 4
+
+
+def test_an_unexplained_failure_still_names_the_rank_that_died(tmp_path: Path) -> None:
+    path = tmp_path / "mpirun.log"
+    path.write_text("Primary job  terminated normally, but 1 process returned\na non-zero exit code.\n"
+                    "mpirun noticed that process rank 6 with PID 0 on node gpu3 exited on signal 4 (Illegal instruction).\n")
+    diagnosis = diagnose([str(path)])
+    assert diagnosis.status is not Status.no_failure
+    assert diagnosis.initiating_rank == 6

@@ -6,7 +6,7 @@ from datetime import datetime, timezone
 
 import pytest
 
-from traintriage.parse.prefix import parse_prefix
+from traintriage.parse.prefix import failed_process_rank, parse_prefix
 
 
 @pytest.mark.parametrize(
@@ -131,3 +131,37 @@ def test_plain_text_keeps_its_numbers(line: str) -> None:
     prefix = parse_prefix(line)
     assert prefix.rank is None
     assert prefix.message == line
+
+
+@pytest.mark.parametrize(
+    ("line", "rank"),
+    [
+        ("mpirun noticed that process rank 5 with PID 4412 on node gpu7 exited on signal 9 (Killed).", 5),
+        ("srun: error: gpu-node-4: task 12: Out Of Memory", 12),
+        ("torch.multiprocessing.spawn.ProcessExitedException: process 3 terminated with signal SIGKILL", 3),
+        ("Process 0 exit with status code 137.", 0),
+        ("Worker proc VllmWorker-2 died unexpectedly, shutting down executor.", 2),
+    ],
+)
+def test_launchers_name_the_process_that_died(line: str, rank: int) -> None:
+    assert failed_process_rank(line) == rank
+
+
+def test_a_process_list_in_an_oom_message_names_no_failed_rank() -> None:
+    assert failed_process_rank("Process 4412 has 20.10 GiB memory in use. Of the allocated memory ...") is None
+
+
+@pytest.mark.parametrize(
+    ("line", "rank", "message_start"),
+    [
+        ("(VllmWorker rank=3 pid=4412) ERROR 12-03 07:12:40 [multiproc_executor.py:527] RuntimeError: x", 3, "ERROR"),
+        ("(VllmWorker TP1 pid=4412) INFO 12-03 07:12:40 [gpu_model_runner.py:1234] Loading model", 1, "INFO"),
+        ("        | [rank0]: FileNotFoundError: Caught FileNotFoundError in DataLoader worker process 2.", 0,
+         "FileNotFoundError"),
+        ("> [rank2]: RuntimeError: x", 2, "RuntimeError"),
+    ],
+)
+def test_worker_tags_and_quoted_pastes(line: str, rank: int, message_start: str) -> None:
+    prefix = parse_prefix(line)
+    assert prefix.rank == rank
+    assert prefix.message.startswith(message_start)

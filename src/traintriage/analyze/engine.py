@@ -8,7 +8,7 @@ from datetime import datetime, timezone
 
 from traintriage.analyze import curves, refine
 from traintriage.analyze.observations import Observation, same_rank_context
-from traintriage.analyze.ranks import SuspectRank, report_ranks, suspects_for
+from traintriage.analyze.ranks import SuspectRank, earliest_rank, report_ranks, suspects_for
 from traintriage.analyze.salient import excused_orders, failure_evidence, salient_lines
 from traintriage.analyze.scoring import Candidate, rank_candidates, score_entries
 from traintriage.analyze.second_opinion import second_opinion
@@ -127,7 +127,7 @@ def analyze(
     suspects = suspects_for(root, signalled, reports, timeouts, faulty, agent_lines, seen_ranks)
     if root is not None and root.entry_id == "training-hang" and hang is not None and hang.rank is not None:
         suspects.insert(0, SuspectRank(hang.rank, None, hang.detail))
-    initiating = _initiating(root, suspects)
+    initiating = _initiating(root, suspects) if root is not None else _unexplained_initiator(suspects, salient)
 
     environment = extract_environment([o.hit.text for o in _internal(observations, scanner, Internal.version)]
                                       + [o.hit.text for o in _internal(observations, scanner, Internal.gpu_model)])
@@ -251,7 +251,8 @@ def _reports(observations: list[Observation], scanner: Scanner) -> list[FailureR
         report = parse_root_cause(observation.hit.after)
         if report is not None:
             reports.append(report)
-    return reports
+    # Several nodes' agents each report their own first failure: the earliest comes first.
+    return sorted(reports, key=lambda r: (r.time is None, r.time or datetime.min.replace(tzinfo=timezone.utc)))
 
 
 def _initiating(root: Candidate | None, suspects: list[SuspectRank]) -> int | None:
@@ -259,6 +260,15 @@ def _initiating(root: Candidate | None, suspects: list[SuspectRank]) -> int | No
     if root is None or not suspects:
         return None
     return suspects[0].rank
+
+
+def _unexplained_initiator(suspects: list[SuspectRank], salient: list[Observation]) -> int | None:
+    """For a failure no class explains: the first rank whose own failure lines show it, else
+    the best suspect (a rank that died by a signal, torchrun's report)."""
+    first = earliest_rank(salient)
+    if first is not None:
+        return first.rank
+    return suspects[0].rank if suspects else None
 
 
 def _root_traceback(root: Candidate | None) -> Traceback | None:

@@ -12,7 +12,7 @@ from datetime import datetime, timezone
 
 from traintriage.ingest.sources import Source
 from traintriage.match.scan import LineHit, SourceScan
-from traintriage.parse.prefix import Prefix, parse_prefix, rank_in_text
+from traintriage.parse.prefix import Prefix, failed_process_rank, parse_prefix, rank_in_text
 
 _YEAR = re.compile(r"\b(20\d\d)-\d\d-\d\d[T _]\d\d:\d\d")
 
@@ -49,6 +49,8 @@ def place(scans: list[SourceScan], sources: list[Source]) -> list[Observation]:
         for hit in scan.hits:
             prefix = parse_prefix(hit.text, year)
             rank = prefix.rank if prefix.rank is not None else source.rank
+            if rank is None:
+                rank = failed_process_rank(prefix.message)
             if rank is None and "Rank" in hit.text[:80]:
                 rank = rank_in_text(hit.text[:80])
             stamp = prefix.time

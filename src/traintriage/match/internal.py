@@ -50,7 +50,8 @@ INTERNAL_PATTERNS: tuple[InternalPattern, ...] = (
     InternalPattern(Internal.traceback, r"Traceback \(most recent call last\)", 64),
     InternalPattern(
         Internal.exception,
-        r"(?:^|[\s\]:>|])(?:[A-Za-z_][\w]*\.)*[A-Z][A-Za-z0-9_]*(?:Error|Exception|Interrupt|Exit|Failure)(?::\s|:$|$)",
+        r"(?:^|[\s\]:>|])(?:(?:[A-Za-z_][\w]*\.)*[A-Z][A-Za-z0-9_]*(?:Error|Exception|Interrupt|Exit|Failure)|Exception)"
+        r"(?::\s|:$|$| \(see above for traceback\): )",  # the last form: TensorFlow 1.x
         512,
         context=True,
     ),
@@ -61,7 +62,7 @@ INTERNAL_PATTERNS: tuple[InternalPattern, ...] = (
         r"exited on signal \d+|\bKilled\b|Fatal Python error)",
         256,
     ),
-    InternalPattern(Internal.exit_code, r"(?:exitcode\s*:\s*-?\d+|exit(?:ed with)? (?:code|status)[: ]+-?\d+)", 256),
+    InternalPattern(Internal.exit_code, r"(?:exitcode\s*:\s*-?\d+|exit(?:ed)?(?: with)? (?:status )?(?:code|status)[: ]+-?\d+)", 256),
     InternalPattern(Internal.root_cause_report, r"Root Cause \(first observed failure\)", 16, context=True),
     InternalPattern(
         Internal.watchdog_seq,

@@ -37,11 +37,14 @@ _PEELERS: tuple[tuple[_Kind, re.Pattern[str]], ...] = (
     (_Kind.rank, re.compile(r"\[(\d{1,6})\]<std(?:out|err)>:\s?")),  # horovodrun
     (_Kind.rank, re.compile(r"(\d{1,5}): (?=\S)")),  # srun --label
     (_Kind.rank, re.compile(r"\[PG [^\]]{0,80}Rank (\d{1,6})\]\s?")),  # ProcessGroupNCCL messages
+    (_Kind.rank, re.compile(r"\((?:VllmWorker|RayWorkerWrapper)(?: rank=| TP)(\d{1,5})[^)]{0,60}\)\s?")),  # vLLM workers
+    (_Kind.skip, re.compile(r"\(EngineCore[^)]{0,60}\)\s?")),  # vLLM's engine process
     (_Kind.host, re.compile(r"\[pod/([\w.-]{1,120})/[\w.-]{1,80}\]\s?")),  # kubectl logs --prefix
     (_Kind.host, re.compile(r"(<[A-Z][A-Z_]{1,15}(?:-\d{1,9})?>): ")),  # a host or address masked at ingest
     (_Kind.skip, re.compile(r"\d{1,7}(?:\t|\s{1,8}(?=\[))")),  # line numbers: `   2 [rank0]: ...`, `12\t...`
     (_Kind.skip, re.compile(r"\[\d{1,7}\] (?=\S)")),  # line numbers in brackets: `[1743] ...`
     (_Kind.skip, re.compile(r"\[(?:DEBUG|INFO|WARN|WARNING|ERROR|CRITICAL|FATAL)\]:?\s?")),  # log level
+    (_Kind.skip, re.compile(r"[|>] (?=\S)")),  # a log pasted as a quote or inside a table
 )
 # A host or IP address then ': ' (pdsh, DeepSpeed's multi-node runner). One class, one
 # bounded repeat: no backtracking over host-like tokens. It must hold a digit (`node7`,
@@ -55,6 +58,13 @@ _GLOG = re.compile(r"\[?([IWEF])(\d{1,2})(\d\d) (\d\d):(\d\d):(\d\d)\.(\d{1,9})(
 _MONTHS = {m: i for i, m in enumerate(("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"), 1)}
 _DMESG_T = re.compile(r"\[(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) (\w{3}) {1,2}(\d{1,2}) (\d\d):(\d\d):(\d\d) (\d{4})\]\s?")
 _SYSLOG = re.compile(r"(\w{3}) {1,2}(\d{1,2}) (\d\d):(\d\d):(\d\d) ([\w.-]{1,64}) (?=[^\s:]{1,64}(?:\[\d{1,9}\])?: )")
+# Launchers and process pools that name the process that died: Open MPI, Slurm, horovodrun,
+# torch.multiprocessing.spawn, vLLM's worker processes (named after their rank).
+_FAILED_PROCESS = re.compile(
+    r"(?:mpirun noticed that process rank (\d{1,6}) with PID|srun: error: [\w.<>-]{1,64}: task (\d{1,6}): |"
+    r"\b[Pp]rocess (\d{1,6}) (?:terminated with (?:signal|exit code)|exit with status code)|"
+    r"\bVllmWorker-(\d{1,5}) died)"
+)
 _RANK_IN_TEXT = re.compile(r"\b[Rr]ank[ :=]?\s?(\d{1,5})\b")
 _ISO_SCAN_LIMIT = 64
 
@@ -177,6 +187,12 @@ def parse_prefix(line: str, default_year: int = 1970) -> Prefix:
         if iso and iso.start() < _ISO_SCAN_LIMIT:
             found.time = _parse_iso(iso)
     return Prefix(rank=found.rank, host=found.host, time=found.time, message=rest.strip())
+
+
+def failed_process_rank(text: str) -> int | None:
+    """The rank of a process a launcher reports dead (`mpirun noticed that process rank 1 with PID ...`)."""
+    match = _FAILED_PROCESS.search(text[: 2 * HEAD])
+    return int(next(g for g in match.groups() if g is not None)) if match else None
 
 
 def rank_in_text(text: str) -> int | None:
