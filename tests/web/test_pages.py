@@ -87,3 +87,22 @@ def test_a_form_past_the_size_limit_says_so_on_the_form(client: TestClient) -> N
     answer = post_form(client, "/diagnose", log=big, csrf=csrf(client))
     assert answer.status_code == 413
     assert "upload larger than 8 MB; run &#39;traintriage diagnose&#39; on your machine" in answer.text
+
+
+@pytest.mark.parametrize(("log", "heading", "shown"), [
+    ("step 1 loss 2.0\nstep 2 loss 1.9\ntraining done\n", "Nothing in this log says the run failed", None),
+    ('step 1 loss 2.0\nTraceback (most recent call last):\n  File "train.py", line 3, in <module>\n    main()\n'
+     "ZorgError: the flux capacitor is misaligned\n", "no known failure class explains it",
+     "ZorgError: the flux capacitor is misaligned"),
+])
+def test_runs_without_a_known_root_cause_say_so(client: TestClient, log: str, heading: str, shown: str | None) -> None:
+    location = post_form(client, "/diagnose", log=log, csrf=csrf(client)).headers["location"]
+    html = client.get(location).text
+    assert heading in html and "Root cause" not in html
+    if shown:
+        assert shown in html
+
+
+def test_compare_three_entries(client: TestClient) -> None:
+    html = client.get("/kb/compare?ids=cuda-oom,cuda-oom-fragmentation,host-oom-killed").text
+    assert html.count('<th scope="col"><a href="/kb/') == 3

@@ -113,7 +113,7 @@ async def result(diagnosis_id: str, store: StoreDep,
         context={(c["source"], c["line"]): c for c in views.get("context", [])},
         timeline=charts.timeline(views.get("rank_events", [])),
         plots=[p for p in (charts.plot(s) for s in views.get("plots", [])) if p is not None],
-        alternatives=[c for c in document.get("candidates", [])[1:] if c["id"] not in explained],
+        alternatives=[c for c in document.get("candidates", [])[1 if root else 0:] if c["id"] not in explained],
         extra={k: v for k, v in contract_part(document).items() if k not in KNOWN_FIELDS and v},
     )
     return HTMLResponse(html)
