@@ -102,7 +102,10 @@ def rank_verdict(
             "error at the same frame: this is a problem of the code or the environment, not of one node, "
             "so no rank is singled out."])
     if initiating is not None and entry.id in WAITING_CLASSES and suspects[0].reason.startswith(VICTIM_REASONS):
-        what = entry.title[0].lower() + entry.title[1:]
+        pointed = next((s for s in suspects[1:] if not s.reason.startswith((*VICTIM_REASONS, LAUNCHER_REASON))), None)
+        if pointed is not None and pointed.rank is not None:  # peers name it, or it is the one that went silent
+            return RankVerdict(pointed.rank, [pointed.rank])
+        what = _lower_first(entry.title)
         if len(seen | set(failed_ranks)) <= 1:
             return RankVerdict(None, [], [
                 f"The rank that started the failure is not in this log: rank {initiating} only reports "
@@ -119,3 +122,8 @@ def rank_verdict(
                      f"process it saw exit, but rank {initiating} failed first ({suspects[0].reason}); "
                      f"rank {launcher.rank} is collateral.")
     return RankVerdict(initiating, [initiating] if initiating is not None else failed_ranks, notes)
+
+
+def _lower_first(title: str) -> str:
+    """`NCCL collective ...` stays as it is; `Gloo peer ...` becomes `gloo peer ...`."""
+    return title if title[:2].isupper() else title[0].lower() + title[1:]
