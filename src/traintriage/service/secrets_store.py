@@ -24,10 +24,14 @@ def server_secret(store: Store, name: str) -> str:
     configured = os.environ.get(SECRET_ENV, "").strip()
     if configured:
         return hashlib.sha256(f"{name}:{configured}".encode()).hexdigest()
+    cached = store.memo.get(f"secret:{name}")
+    if cached is not None:
+        return cached
     with store.sessions.begin() as session:
         if session.get(ServerSecret, name) is None:
             session.execute(insert_ignore(store, ServerSecret, {"name": name, "value": secrets.token_hex(32)}))
     with store.sessions() as session:
         value = session.scalar(sa.select(ServerSecret.value).where(ServerSecret.name == name))
     assert value is not None
+    store.memo[f"secret:{name}"] = value
     return value

@@ -92,6 +92,7 @@ class Store:
     engine: Engine
     clock: Clock = utcnow
     sessions: sessionmaker[Session] = field(init=False)
+    memo: dict[str, str] = field(init=False, default_factory=dict)  # values that never change (secrets)
 
     def __post_init__(self) -> None:
         self.sessions = sessionmaker(self.engine, expire_on_commit=False)
