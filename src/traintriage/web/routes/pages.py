@@ -101,22 +101,25 @@ def _stored(diagnosis_id: str, store: DiagnosisStore, owner: str | None) -> dict
 
 
 @router.get("/d/{diagnosis_id}", response_class=HTMLResponse)
-async def result(diagnosis_id: str, store: StoreDep,
-                 owner: OwnerDep) -> Response:
+async def result(diagnosis_id: str, store: StoreDep, owner: OwnerDep) -> Response:
     document = await run_in_threadpool(_stored, diagnosis_id, store, owner)
+    return HTMLResponse(render("result.html", Links(), **page_context(diagnosis_id, document)))
+
+
+def page_context(diagnosis_id: str, document: dict[str, Any]) -> dict[str, Any]:
+    """What result.html draws from a stored document."""
     views = document.get(VIEWS) or {}
     root = document.get("root_cause") or None
-    entry = load_kb().get(root["id"]) if root else None
     explained = {c["id"] for c in document.get("collateral", [])}
-    html = render(
-        "result.html", Links(), id=diagnosis_id, d=document, entry=entry, kb=load_kb(), words=_report_words(document),
-        context={(c["source"], c["line"]): c for c in views.get("context", [])},
-        timeline=charts.timeline(views.get("rank_events", [])),
-        plots=[p for p in (charts.plot(s) for s in views.get("plots", [])) if p is not None],
-        alternatives=[c for c in document.get("candidates", [])[1 if root else 0:] if c["id"] not in explained],
-        extra={k: v for k, v in contract_part(document).items() if k not in KNOWN_FIELDS and v},
-    )
-    return HTMLResponse(html)
+    return {
+        "id": diagnosis_id, "d": document, "kb": load_kb(), "entry": load_kb().get(root["id"]) if root else None,
+        "words": _report_words(document),
+        "context": {(c["source"], c["line"]): c for c in views.get("context", [])},
+        "timeline": charts.timeline(views.get("rank_events", [])),
+        "plots": [p for p in (charts.plot(s) for s in views.get("plots", [])) if p is not None],
+        "alternatives": [c for c in document.get("candidates", [])[1 if root else 0:] if c["id"] not in explained],
+        "extra": {k: v for k, v in contract_part(document).items() if k not in KNOWN_FIELDS and v},
+    }
 
 
 def _report_words(document: dict[str, Any]) -> dict[str, str | None]:
