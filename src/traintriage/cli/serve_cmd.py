@@ -33,12 +33,29 @@ def serve_command(host: str, port: int, workers: int) -> int:
     from traintriage.web.settings import WebSettings
     from traintriage.web.storage import open_store
 
-    open_store(WebSettings.from_env().database_url).close()
+    _check_port(host, port)
+    try:
+        open_store(WebSettings.from_env().database_url).close()
+    except Exception as exc:  # the driver's own error types: one line, not a traceback
+        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise UsageError(f"cannot open the database (TRAINTRIAGE_DATABASE_URL): {reason}") from exc
     print(f"traintriage: serving on http://{host}:{port} (Ctrl-C stops)", file=sys.stderr)
     uvicorn.run("traintriage.web.app:create_app", factory=True, host=host, port=port, workers=workers,
                 log_level="warning", server_header=False,
                 forwarded_allow_ips=os.environ.get("TRAINTRIAGE_TRUSTED_PROXIES") or None)
     return 0
+
+
+def _check_port(host: str, port: int) -> None:
+    """Say a taken or impossible address in one line before migrating anything."""
+    import socket
+
+    try:
+        with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            probe.bind((host, port))
+    except OSError as exc:
+        raise UsageError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from exc
 
 
 def site_build_command(out: Path) -> int:
