@@ -92,6 +92,7 @@ _PHASE_FUNCTIONS: tuple[tuple[str, frozenset[str], str], ...] = (
                          "initialize_model_parallel", "_find_and_load", "import_module", "_call_with_frames_removed"}),
      "the failure happened while the job was being set up"),
 )
+_FIRST_COLLECTIVE = re.compile(r"WorkNCCL\(SeqNum=1, ")
 _MOVE_MODEL = re.compile(r"\b(?:model|net|module|self\.model)\w*\s*(?:=\s*\w+\s*)?\.(?:to|cuda)\(")
 _ENTRY_PHASE = {Phase.launch: "setup", Phase.init: "setup", Phase.checkpoint: "checkpoint", Phase.eval: "eval",
                 Phase.forward: "step", Phase.backward: "step", Phase.optimizer: "step", Phase.data: "step"}
@@ -210,6 +211,8 @@ def _phase(
     from_frames = _phase_from_frames(traceback, first)
     if from_frames is not None:
         phase, reason = from_frames
+    elif root is not None and any(_FIRST_COLLECTIVE.search(o.hit.text) for o in root.roots[:8]):
+        return "setup", "the collective that timed out was the first of the run (SeqNum=1)", last_step
     elif entry is not None and entry.phase in _ENTRY_PHASE:
         phase, reason = _ENTRY_PHASE[entry.phase], None
     elif last_step is not None:

@@ -105,16 +105,22 @@ def rank_verdict(
         pointed = next((s for s in suspects[1:] if not s.reason.startswith((*VICTIM_REASONS, LAUNCHER_REASON))), None)
         if pointed is not None and pointed.rank is not None:  # peers name it, or it is the one that went silent
             return RankVerdict(pointed.rank, [pointed.rank])
-        what = _lower_first(entry.title)
+        what = entry.id
         if len(seen | set(failed_ranks)) <= 1:
             return RankVerdict(None, [], [
                 f"The rank that started the failure is not in this log: rank {initiating} only reports "
-                f"{what}, which another rank's failure usually causes. Collect the other ranks' logs "
+                f"{what}, an error a rank prints while waiting for a peer. Collect the other ranks' logs "
                 "(every node's output, or torchrun's per-rank log files) and diagnose them together."])
+        everyone = seen | set(failed_ranks)
+        if facts.world_size and len(everyone) >= facts.world_size:
+            return RankVerdict(None, [], [
+                f"All {facts.world_size} ranks fail while waiting for each other ({what}) and none shows an "
+                "error of its own, so no rank is named as the first failure: the cause is outside these lines "
+                "(work one rank did outside the collective, or the network between the ranks)."])
         return RankVerdict(None, [], [
-            f"No rank in this log shows an error of its own before the {what}: the ranks here are "
-            f"waiting for one that stopped, and the earliest of them (rank {initiating}) is not the cause. "
-            "Look for a rank missing from this log or one that stopped logging first, and collect its output."])
+            f"No rank in this log shows an error of its own before {what}: the ranks here are waiting for "
+            f"one that stopped, and the earliest of them (rank {initiating}) is not the cause. Look for a rank "
+            "missing from this log or one that stopped logging first, and collect its output."])
     notes = []
     launcher = next((s for s in suspects if s.reason.startswith(LAUNCHER_REASON)), None)
     if launcher is not None and initiating is not None and launcher.rank != initiating:
@@ -123,7 +129,3 @@ def rank_verdict(
                      f"rank {launcher.rank} is collateral.")
     return RankVerdict(initiating, [initiating] if initiating is not None else failed_ranks, notes)
 
-
-def _lower_first(title: str) -> str:
-    """`NCCL collective ...` stays as it is; `Gloo peer ...` becomes `gloo peer ...`."""
-    return title if title[:2].isupper() else title[0].lower() + title[1:]
