@@ -54,6 +54,9 @@ def test_plain_text_post_answers_what_the_cli_answers(api: httpx.Client) -> None
     assert answer.status_code == 201
     body = answer.json()
     jsonschema.validate(contract(body) | {"stats": body["stats"]}, diagnosis_json_schema())
+    components = json.loads(json.dumps(api.get("/openapi.json").json()["components"]["schemas"])
+                            .replace('"#/components/schemas/', '"#/$defs/'))
+    jsonschema.validate(body, {"$defs": components, "$ref": "#/$defs/DiagnosisWithLink"})  # as published
     expected = cli_json(SAMPLE)
     for key in ("status", "initiating_rank", "ranks", "candidates", "collateral", "anomalies", "fix", "verify"):
         assert body[key] == expected[key], key

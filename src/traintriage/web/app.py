@@ -21,7 +21,7 @@ from starlette.responses import HTMLResponse, JSONResponse, Response
 
 from traintriage import __version__
 from traintriage.errors import TraintriageError
-from traintriage.web import routes_team
+from traintriage.web import openapi, routes_team
 from traintriage.web.links import Links
 from traintriage.web.problems import PROBLEM_JSON, Problem, problem_of
 from traintriage.web.rendering import render
@@ -62,6 +62,7 @@ def create_app(settings: WebSettings | None = None, store_factory: StoreFactory 
     app.include_router(meta.router)
     routes_team.install(app)  # team service: identity, quotas, history, alerts, questions (issue 16)
     _install_error_handlers(app)
+    openapi.install(app)
     return app
 
 

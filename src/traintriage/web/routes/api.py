@@ -19,6 +19,7 @@ from traintriage.web.diagnosing import diagnose_and_store
 from traintriage.web.document import contract_part
 from traintriage.web.inputs import PASTE_NAME, items_from_parts, require_log
 from traintriage.web.links import Links
+from traintriage.web.openapi import DIAGNOSIS_REF
 from traintriage.web.problems import PROBLEM_JSON, Problem
 from traintriage.web.settings import WebSettings
 from traintriage.web.storage import OwnerDep, StoreDep
@@ -65,7 +66,8 @@ def _with_link(document: dict[str, Any], diagnosis_id: str, request: Request) ->
 
 
 @router.post("/diagnoses", status_code=201, openapi_extra=_BODY,
-             responses={201: {"description": "The diagnosis (OUTPUT.md) with its id and the result page's url"},
+             responses={201: {"description": "The diagnosis (OUTPUT.md) with its id and the result page's url",
+                              "content": {"application/json": {"schema": DIAGNOSIS_REF}}},
                         413: PROBLEM, 415: PROBLEM, 422: PROBLEM})
 async def create_diagnosis(request: Request, store: StoreDep,
                            owner: OwnerDep) -> JSONResponse:
@@ -79,7 +81,9 @@ async def create_diagnosis(request: Request, store: StoreDep,
     return JSONResponse(body, status_code=201, headers={"location": body["url"]})
 
 
-@router.get("/diagnoses/{diagnosis_id}", responses={404: PROBLEM})
+@router.get("/diagnoses/{diagnosis_id}", responses={
+    200: {"description": "The stored diagnosis", "content": {"application/json": {"schema": DIAGNOSIS_REF}}},
+    404: PROBLEM})
 async def get_diagnosis(diagnosis_id: str, request: Request, store: StoreDep,
                         owner: OwnerDep) -> JSONResponse:
     """A stored diagnosis, by the id its creation returned."""
