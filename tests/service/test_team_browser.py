@@ -84,6 +84,7 @@ def test_from_quota_page_to_code_to_history_questions_and_alerts(page: Page, sit
     page.get_by_role("button", name="Ask", exact=True).click()
     first_citation = page.locator("#answer li a.badge").first
     assert first_citation.inner_text() == "cuda-oom · confirm"
+    assert first_citation.get_attribute("href") == "/kb/cuda-oom#confirm"  # every cited section has an anchor
     shot(page, "team-answer")
 
     page.goto("/history?q=tried+to+allocate")
