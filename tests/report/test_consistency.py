@@ -128,3 +128,24 @@ def test_your_code_comes_from_the_culprits_chained_traceback(tmp_path: Path) -> 
     assert diagnosis.root_cause is not None and diagnosis.root_cause.id == "disk-full"
     frame = diagnosis.root_cause.user_frame
     assert frame is not None and (frame.file, frame.line, frame.function) == ("/workspace/proj/train.py", 47, "main")
+
+
+def test_your_code_in_a_dataloader_worker_is_the_workers_frame(tmp_path: Path) -> None:
+    text = ("Traceback (most recent call last):\n"
+            '  File "/workspace/proj/train.py", line 42, in <module>\n'
+            "    for step, (x, y) in enumerate(loader):\n"
+            '  File "/opt/conda/lib/python3.11/site-packages/torch/utils/data/dataloader.py", line 1567, in _process_data\n'
+            "    data.reraise()\n"
+            '  File "/opt/conda/lib/python3.11/site-packages/torch/_utils.py", line 794, in reraise\n'
+            "    raise exception\n"
+            "ValueError: Caught ValueError in DataLoader worker process 3.\n"
+            "Original Traceback (most recent call last):\n"
+            '  File "/opt/conda/lib/python3.11/site-packages/torch/utils/data/_utils/worker.py", line 374, in _worker_loop\n'
+            "    data = fetcher.fetch(index)\n"
+            '  File "/workspace/proj/data.py", line 26, in __getitem__\n'
+            '    label = int(rec["label"])\n'
+            "ValueError: invalid literal for int() with base 10: 'n/a'\n")
+    diagnosis = diagnose([_log(tmp_path, "train.log", text)])
+    assert diagnosis.root_cause is not None and diagnosis.root_cause.id == "dataloader-worker-error"
+    frame = diagnosis.root_cause.user_frame
+    assert frame is not None and (frame.file, frame.line) == ("/workspace/proj/data.py", 26)

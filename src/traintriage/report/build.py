@@ -106,10 +106,13 @@ def _user_frame(analysis: Analysis, scans: list[SourceScan], rank: int | None) -
     """The culprit rank's innermost frame in the user's own code: from the root cause's
     traceback, else from another traceback the same rank printed (a chained exception, the
     re-raise in the script), nearest to the root cause's first line."""
+    first = analysis.root.first if analysis.root else None
+    worker = _worker_user_frame(first) if first is not None else None
+    if worker is not None:
+        return worker
     traceback = analysis.traceback
     if traceback is not None and traceback.user_frame is not None:
         return traceback.user_frame
-    first = analysis.root.first if analysis.root else None
     if first is None:
         return None
     if "Fatal Python error" in first.message:
@@ -127,6 +130,22 @@ def _user_frame(analysis: Analysis, scans: list[SourceScan], rank: int | None) -
         if parsed is not None and parsed.user_frame is not None:
             return parsed.user_frame
     return None
+
+
+_EXCEPTION_LINE = re.compile(r"[A-Za-z_][\w.]{0,200}(?:Error|Exception|Interrupt|Exit)\b")
+
+
+def _worker_user_frame(line: Observation) -> Frame | None:
+    """A DataLoader worker's error is re-raised in the main process with the worker's own
+    traceback after it (`Original Traceback`): the user's frame there is the one to fix."""
+    after = [context.message for context in same_rank_context(line.hit.after, line.rank)]
+    start = next((i for i, text in enumerate(after) if text.startswith("Original Traceback")), None)
+    if start is None:
+        return None
+    block = after[start:]
+    end = next((i for i, text in enumerate(block[1:], 1) if _EXCEPTION_LINE.match(text)), len(block))
+    parsed = parse_traceback(block[:end], block[end] if end < len(block) else "")
+    return parsed.user_frame if parsed is not None else None
 
 
 _FAULTHANDLER_FRAME = re.compile(r'^\s*File "([^"]+)", line (\d+) in (\S+)')
