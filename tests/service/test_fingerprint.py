@@ -31,3 +31,12 @@ def test_normalise_keeps_the_words_and_the_file_name() -> None:
     assert normalise('File "/home/u/x/train.py", line 12') == 'File "<path>/train.py", line <n>'
     assert normalise("ptr deadbeef01 and 0xFF") == "ptr <hex> and <hex>"
     assert normalise("x" * 100_000) == "x" * 2000
+
+
+def test_the_normalising_patterns_have_no_ambiguous_nested_repeat() -> None:
+    """They run on evidence lines (masked log text), clipped to LINE_CAP characters first."""
+    from tests.robust.test_regex_linear import ambiguous_nesting
+    from traintriage.service.fingerprint import _NORMALISERS
+
+    assert [(p.pattern, ambiguous_nesting(p.pattern)) for p, _ in _NORMALISERS if ambiguous_nesting(p.pattern)] == []
+
