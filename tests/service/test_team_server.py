@@ -86,6 +86,7 @@ def test_history_is_per_key_and_deletion_is_real(sqlite_server: tuple[str, Store
                           headers=_bearer(alice)).json()
         assert [d["id"] for d in listed] == [mine]
         assert listed[0]["initiating_rank"] == 3
+        assert listed[0]["fingerprint"] == store.get_row(mine).fingerprint  # type: ignore[union-attr]
         assert http.get("/api/v1/diagnoses", params={"category": "network"}, headers=_bearer(alice)).json() == []
         assert http.delete(f"/api/v1/diagnoses/{theirs}", headers=_bearer(alice)).status_code == 404
         assert http.delete(f"/api/v1/diagnoses/{mine}", headers=_bearer(alice)).status_code == 204

@@ -29,11 +29,12 @@ class HistoryItem:
     category: str | None
     initiating_rank: int | None
     sources: list[str]
+    fingerprint: str | None  # what an alert rule can match to follow one recurring incident
 
     def as_json(self) -> dict[str, Any]:
         return {"id": self.id, "created_at": self.created_at.isoformat(), "status": self.status,
                 "root_cause": self.root_cause, "title": self.title, "category": self.category,
-                "initiating_rank": self.initiating_rank, "sources": self.sources}
+                "initiating_rank": self.initiating_rank, "sources": self.sources, "fingerprint": self.fingerprint}
 
 
 def _escape_like(word: str) -> str:
@@ -63,7 +64,7 @@ def _item(row: DiagnosisRow) -> HistoryItem:
     root = row.document.get("root_cause")
     title = root.get("title") if isinstance(root, dict) else None
     return HistoryItem(row.id, row.created_at, row.status, row.root_cause, title, row.category,
-                       row.initiating_rank, list(row.sources))
+                       row.initiating_rank, list(row.sources), row.fingerprint)
 
 
 def delete_one(store: Store, owner: str, diagnosis_id: str) -> bool:
