@@ -44,3 +44,14 @@ def test_a_plot_breaks_its_line_where_values_were_not_finite() -> None:
 def test_no_plot_without_two_points() -> None:
     assert charts.plot({"title": "loss", "points": [[1, 2.0]]}) is None
     assert charts.timeline([event(0, "root", 1.0, 0)]) is None
+
+
+def test_a_peer_rank_is_drawn_on_the_same_scale() -> None:
+    slow = [[float(s), 0.08] for s in range(10)]
+    peer = [[float(s), 0.02] for s in range(10)]
+    plot = charts.plot({"title": "straggler", "points": slow, "peer_points": peer, "peer_rank": 0})
+    assert plot is not None and plot.peer_label == "rank 0"
+    top = charts.PLOT_PAD
+    bottom = charts.PLOT_HEIGHT - charts.PLOT_PAD
+    assert plot.path.split()[1] == str(float(top)) and plot.peer_path.split()[1] == str(float(bottom))
+    assert (plot.low, plot.high) == ("0.02", "0.08")

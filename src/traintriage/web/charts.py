@@ -92,6 +92,8 @@ class Plot:
     high: str
     first_step: str
     last_step: str
+    peer_path: str = ""
+    peer_label: str = ""
 
 
 def _number(value: float) -> str:
@@ -101,12 +103,14 @@ def _number(value: float) -> str:
 
 
 def plot(series: dict[str, Any]) -> Plot | None:
-    """A small line plot of one metric; points that were not finite are drawn as marks on top."""
+    """A small line plot of one metric (and, when given, the same metric on a peer rank, on the
+    same scale); points that were not finite are drawn as marks on top."""
     points: list[list[float | None]] = series.get("points") or []
-    finite = [(x, y) for x, y in points if x is not None and y is not None and math.isfinite(y)]
+    peer: list[list[float | None]] = series.get("peer_points") or []
+    finite = [(x, y) for x, y in points + peer if x is not None and y is not None and math.isfinite(y)]
     if len(points) < 2 or not finite:
         return None
-    xs = [x for x, _ in points if x is not None]
+    xs = [x for x, _ in points + peer if x is not None]
     x_low, x_high = min(xs), max(xs)
     y_low, y_high = min(y for _, y in finite), max(y for _, y in finite)
     x_span, y_span = (x_high - x_low) or 1.0, (y_high - y_low) or 1.0
@@ -118,16 +122,22 @@ def plot(series: dict[str, Any]) -> Plot | None:
     def sy(y: float) -> float:
         return round(PLOT_PAD + inner_h * (1 - (y - y_low) / y_span), 1)
 
-    commands: list[str] = []
-    pen_down = False
-    for x, y in points:
-        if x is None or y is None or not math.isfinite(y):
-            pen_down = False
-            continue
-        commands.append(f"{'L' if pen_down else 'M'}{sx(x)} {sy(y)}")
-        pen_down = True
+    def path(pairs: list[list[float | None]]) -> str:
+        commands: list[str] = []
+        pen_down = False
+        for x, y in pairs:
+            if x is None or y is None or not math.isfinite(y):
+                pen_down = False
+                continue
+            commands.append(f"{'L' if pen_down else 'M'}{sx(x)} {sy(y)}")
+            pen_down = True
+        return " ".join(commands)
+
     mark = series.get("mark")
-    return Plot(title=str(series.get("title", "")), width=PLOT_WIDTH, height=PLOT_HEIGHT, path=" ".join(commands),
+    peer_rank = series.get("peer_rank")
+    return Plot(title=str(series.get("title", "")), width=PLOT_WIDTH, height=PLOT_HEIGHT, path=path(points),
                 mark_x=sx(float(mark)) if mark is not None and x_low <= mark <= x_high else None,
                 nonfinite_x=[sx(x) for x, y in points if x is not None and y is None],
-                low=_number(y_low), high=_number(y_high), first_step=_number(x_low), last_step=_number(x_high))
+                low=_number(y_low), high=_number(y_high), first_step=_number(x_low), last_step=_number(x_high),
+                peer_path=path(peer) if peer else "",
+                peer_label=f"rank {peer_rank}" if peer and peer_rank is not None else "")

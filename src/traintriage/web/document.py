@@ -20,7 +20,8 @@ VIEWS = "views"
 CONTEXT_LINES = 3
 MAX_RANK_EVENTS = 1024
 MAX_PLOT_POINTS = 160
-_FIELD_OF_KIND = (("loss", "loss"), ("grad", "grad_norm"), ("throughput", "throughput"), ("step", "step_time"))
+_FIELD_OF_KIND = (("loss", "loss"), ("grad", "grad_norm"), ("throughput", "throughput"), ("straggler", "step_time"),
+                  ("step", "step_time"))
 
 
 def build_document(diagnosis: Diagnosis, run: Run) -> dict[str, Any]:
@@ -79,8 +80,12 @@ def _plots(diagnosis: Diagnosis, points: list[MetricPoint]) -> list[dict[str, An
         field = next((name for prefix, name in _FIELD_OF_KIND if anomaly.kind.startswith(prefix)), "loss")
         series = _series(points, field, anomaly.rank)
         if series:
-            plots.append({"title": f"{anomaly.kind}: {anomaly.detail}", "field": field, "rank": anomaly.rank,
-                          "mark": anomaly.step, "points": series})
+            plot: dict[str, Any] = {"title": f"{anomaly.kind}: {anomaly.detail}", "field": field,
+                                    "rank": anomaly.rank, "mark": anomaly.step, "points": series}
+            peer = _peer(points, field, anomaly.rank)
+            if peer is not None:  # a slow or diverging rank is seen against one that was not
+                plot.update(peer_rank=peer, peer_points=_series(points, field, peer))
+            plots.append(plot)
     if not plots:
         ranks = [p.rank for p in points if p.loss is not None]
         if ranks:
@@ -88,6 +93,15 @@ def _plots(diagnosis: Diagnosis, points: list[MetricPoint]) -> list[dict[str, An
             plots.append({"title": "loss" + (f" on rank {rank}" if rank is not None else ""), "field": "loss",
                           "rank": rank, "mark": None, "points": _series(points, "loss", rank)})
     return plots
+
+
+def _peer(points: list[MetricPoint], field: str, rank: int | None) -> int | None:
+    """Another rank with the most values of `field`, or None in a single-rank log."""
+    counts: dict[int, int] = {}
+    for point in points:
+        if point.rank is not None and point.rank != rank and getattr(point, field) is not None:
+            counts[point.rank] = counts.get(point.rank, 0) + 1
+    return max(counts, key=lambda r: (counts[r], -r)) if rank is not None and counts else None
 
 
 def _series(points: list[MetricPoint], field: str, rank: int | None) -> list[list[float | None]]:
