@@ -56,3 +56,13 @@ def test_migrate_goes_down_and_up_and_an_unreachable_database_is_one_line(cli: C
     assert up.code == 0 and "revision 0002 (was empty)" in up.out
     dead = cli("admin", "keys", "list", "--database-url", "postgresql://nobody@127.0.0.1:1/none")
     assert dead.code == 64 and dead.err.count("\n") == 1 and "cannot reach the database" in dead.err
+
+
+def test_without_the_serve_extra_the_error_names_the_pip_command(cli: Cli, monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    monkeypatch.setitem(sys.modules, "alembic", None)
+    result = cli("admin", "keys", "list")
+    assert result.code == 64
+    assert result.err.strip() == ("traintriage: error: traintriage admin needs the serve extra: "
+                                  "pip install 'traintriage[serve]' (alembic is missing)")

@@ -21,6 +21,18 @@ admin_app = typer.Typer(help="Run a team server: database migrations, API keys, 
 keys_app = typer.Typer(help="API keys for people and CI (Authorization: Bearer ...).", no_args_is_help=True)
 codes_app = typer.Typer(help="Evaluation codes: 50 diagnoses a day for 14 days.", no_args_is_help=True)
 admin_app.add_typer(keys_app, name="keys")
+
+
+@admin_app.callback()
+def _needs_the_serve_extra() -> None:
+    try:
+        import alembic  # noqa: F401
+        import sqlalchemy  # noqa: F401
+    except ImportError as exc:
+        raise UsageError(f"traintriage admin needs the serve extra: pip install 'traintriage[serve]' "
+                         f"({exc.name} is missing)") from exc
+
+
 admin_app.add_typer(codes_app, name="codes")
 
 DatabaseUrl = Annotated[str | None, typer.Option("--database-url", help="Database URL (default: "
