@@ -79,3 +79,17 @@ def test_a_revoked_code_stops_at_once(store: Store) -> None:
     assert not identity.revoke_code(store, issued.id)
     with pytest.raises(IdentityError, match="revoked"):
         identity.caller_for_token(store, issued.token)
+
+
+def test_a_code_gives_fifty_diagnoses_a_day_until_it_expires(store: Store, clock: FakeClock) -> None:
+    from traintriage.service.quotas import open_quotas
+
+    quotas = open_quotas(store)
+    issued = identity.create_code(store, "Example Labs", "ops@example.org")
+    for day in range(14):
+        caller = identity.caller_for_token(store, issued.token)
+        taken = [quotas.take(caller.subject, caller.daily_limit).allowed for _ in range(51)]
+        assert taken == [True] * 50 + [False], f"day {day}"
+        clock.advance(days=1)
+    with pytest.raises(IdentityError, match="expired"):
+        identity.caller_for_token(store, issued.token)
