@@ -141,6 +141,8 @@ INTERNAL_PATTERNS: tuple[InternalPattern, ...] = (
     InternalPattern(Internal.report_rank, r"(?:^|[\s:>\]])rank\s*: \d+ \(local_rank: \d+\)", 1024),
     # Keyed on the non-finite value, not on "loss": loss is on every step line and "inf" in
     # every INFO line, and making Hyperscan check each of those halves the scan's speed.
+    # `nan` after a blank must not follow "of": Megatron prints `number of nan iterations:`
+    # on every iteration line, and each such match would be confirmed in Python.
     *(
         InternalPattern(
             Internal.metric_nonfinite,
@@ -148,6 +150,6 @@ INTERNAL_PATTERNS: tuple[InternalPattern, ...] = (
             256,
             confirm=r"(?i)(?:loss|grad[_ ]?norm)['\"]?\s*[:=]?\s*['\"]?[-+]?(?:nan|inf)\b",
         )
-        for fast in (r"(?i)[\s:='\"+-]nan\b", r"[\s:='\"+-](?:inf|Inf)(?:inity)?\b")
+        for fast in (r"(?i)(?:[:='\"+-]|(?:^|[^\sf]|[^\so]f)\s+)nan\b", r"[\s:='\"+-](?:inf|Inf)(?:inity)?\b")
     ),
 )
