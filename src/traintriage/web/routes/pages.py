@@ -26,6 +26,8 @@ from traintriage.web.settings import WebSettings
 from traintriage.web.storage import DiagnosisStore, OwnerDep, StoreDep
 
 router = APIRouter(include_in_schema=False)
+ECHO_LIMIT = 1 << 20
+"""A pasted log up to this size is given back in the form when it is refused (to fix and resend)."""
 KNOWN_FIELDS = frozenset({"schema", "status", "root_cause", "candidates", "initiating_rank", "suspects", "ranks",
                           "collateral", "anomalies", "timeline", "fix", "verify", "environment", "unknown",
                           "warnings", "stats", "facts", "notes", VIEWS})
@@ -72,7 +74,7 @@ async def diagnose_form(request: Request, store: StoreDep,
     pasted = ""
     try:
         parts = await _form_parts(request)
-        pasted = next((p.text for p in parts if p.name == "log" and p.filename is None), "")
+        pasted = next((p.text for p in parts if p.name == "log" and p.filename is None and len(p.data) <= ECHO_LIMIT), "")
         items = require_log(items_from_parts(parts), _settings(request).max_log_bytes)
         return await _store_and_redirect(items, store, owner)
     except (Problem, TraintriageError) as exc:
