@@ -8,7 +8,6 @@ nothing, for far longer than the step time.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 from traintriage.analyze.middle import median
@@ -22,8 +21,10 @@ from traintriage.parse.metrics import MetricPoint
 NO_PROGRESS = frozenset({"training-hang", "straggler-slow-rank"})
 HANG_FACTOR = 20.0
 CRASH_SCORE = 0.5
-_WAITING = re.compile(r"(?i)(?:watchdog|heartbeat|timed? ?out|timeout|waiting|stuck|hang|dump|faulthandler|"
-                      r"Thread 0x|most recent call first|SIGTERM)")
+_WAITING_WORDS = ("watchdog", "heartbeat", "timeout", "timedout", "time out", "timed out", "waiting", "stuck",
+                  "hang", "dump", "faulthandler", "thread 0x", "most recent call first", "sigterm")
+"""Words of a tail line that only waits. Substring tests on the lowered line, not a regex:
+the check runs on 15 tail lines of every source, 300,000 lines on a fleet of 20,000 logs."""
 
 
 @dataclass(frozen=True)
@@ -82,10 +83,15 @@ def _stalled_after_progress(scans: list[SourceScan], points: list[MetricPoint]) 
     if not points:
         return None
     tails = [line for scan in scans for line in scan.tail[-15:]]
-    waiting = [t for t in tails if _WAITING.search(t)]
+    waiting = [t for t in tails if _is_waiting(t)]
     if len(waiting) >= 3 and len(waiting) >= len(tails) // 2:
         return "the log ends with only watchdog, timeout or stack-dump lines after the last step"
     return None
+
+
+def _is_waiting(line: str) -> bool:
+    lower = line.lower()
+    return any(word in lower for word in _WAITING_WORDS)
 
 
 def _behind_rank(points: list[MetricPoint]) -> int | None:

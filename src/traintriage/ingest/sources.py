@@ -30,6 +30,7 @@ _COMPRESSED = frozenset({".gz", ".bz2", ".xz", ".lzma", ".zst"})
 _BINARY_MAGIC = (b"\x7fELF", b"\x89PNG", b"PK\x03\x04", b"\x80\x02", b"\x80\x04", b"\x80\x05", b"\xff\xd8\xff",
                  b"GIF8", b"%PDF", b"\x93NUMPY", b"SQLite format 3", b"\xca\xfe\xba\xbe")
 _CONTROL = tuple(c for c in range(32) if c not in (9, 10, 12, 13, 27))
+_CONTROL_BYTES = bytes(_CONTROL)
 # In a directory, files that are not logs: checkpoints and data, and source code (a job folder
 # often holds the training script, whose error strings would read as failures).
 _SKIPPED_SUFFIXES = frozenset({".json", ".pt", ".bin", ".safetensors", ".pkl", ".npy", ".png", ".jpg", ".pyc",
@@ -298,7 +299,7 @@ def is_binary(head: bytes) -> bool:
         return True
     if not head:
         return False
-    control = sum(head.count(bytes([c])) for c in _CONTROL)
+    control = len(head) - len(head.translate(None, _CONTROL_BYTES))  # one pass, not one per byte value
     if control / len(head) > 0.3:
         return True
     undecodable = head.decode("utf-8", "replace").count("\ufffd")

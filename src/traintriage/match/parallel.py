@@ -19,7 +19,7 @@ from traintriage.match.scan import SourceScan, scan_source
 MIN_BYTES_FOR_PROCESSES = 64 << 20
 MIN_SPLIT_BYTES = 128 << 20
 TOTAL_METRIC_POINTS = 8_000
-MIN_METRIC_POINTS = 16
+MIN_METRIC_POINTS = 2
 
 
 Job = tuple[int, Source, bytes | None, int]
@@ -48,9 +48,20 @@ def keep_freed_buffers() -> None:
         pass
 
 
-def metric_budget(jobs: int) -> int:
-    """Curve points per scan job, so that the whole run keeps about TOTAL_METRIC_POINTS."""
-    return max(MIN_METRIC_POINTS, TOTAL_METRIC_POINTS // max(1, jobs))
+def metric_budgets(sources: list[Source]) -> list[int]:
+    """Curve points per scan job: the run keeps about TOTAL_METRIC_POINTS, shared by size
+    (a source of unknown size gets an even share), each job at least MIN_METRIC_POINTS.
+    Every point costs a parse in Python: a fleet of 20,000 small logs at a fixed floor of
+    16 points each parsed 320,000 lines."""
+    even = TOTAL_METRIC_POINTS // max(1, len(sources))
+    sizes = [_bytes_to_read(s) for s in sources]
+    total = sum(size or 0 for size in sizes) or 1
+    return [max(MIN_METRIC_POINTS, even if size is None else TOTAL_METRIC_POINTS * size // total) for size in sizes]
+
+
+def _bytes_to_read(source: Source) -> int | None:
+    """The bytes a scan job reads: its span of a split file, the file, None for a stream."""
+    return source.span[1] - source.span[0] if source.span is not None else source.size
 
 
 def split_points(source: Source, pieces: int) -> list[tuple[int, int]]:
@@ -139,9 +150,9 @@ def scan_sources(
     total = sum(s.size or 0 for s in sources)
     scanner = load_scanner()
     if workers <= 1 or total < MIN_BYTES_FOR_PROCESSES or any(s.is_stream for s in sources):
-        budget = metric_budget(len(sources))
+        budgets = metric_budgets(sources)
         scans = [scan_source(i, s, scanner, mask_key, metric_budget=budget, on_bytes=on_bytes)
-                 for i, s in enumerate(sources)]
+                 for (i, s), budget in zip(enumerate(sources), budgets, strict=True)]
         renumber_placeholders(scans)
         return scans
     shares: list[tuple[int, Source]] = []
@@ -150,8 +161,9 @@ def scan_sources(
             shares.extend((index, replace(source, span=span)) for span in split_points(source, workers))
         else:
             shares.append((index, source))
-    budget = metric_budget(len(shares))
-    jobs_list: list[Job] = [(index, source, mask_key, budget) for index, source in shares]
+    budgets = metric_budgets([source for _, source in shares])
+    jobs_list: list[Job] = [(index, source, mask_key, budget)
+                            for (index, source), budget in zip(shares, budgets, strict=True)]
     import multiprocessing  # only big inputs get here: keep the pool off the start-up path
     from concurrent.futures import ProcessPoolExecutor
 
