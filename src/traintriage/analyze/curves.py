@@ -8,10 +8,11 @@ to noise and to the curve's own scale), never against a fixed threshold.
 from __future__ import annotations
 
 import math
+from bisect import bisect_left, insort
 from collections import defaultdict
 from dataclasses import dataclass
 
-from traintriage.analyze.middle import median
+from traintriage.analyze.middle import median, median_of_sorted
 from traintriage.parse.metrics import MetricPoint
 
 ROLLING = 20
@@ -95,12 +96,16 @@ def _first_jumps(
         finite = [(p, v) for p in series if (v := getattr(p, field)) is not None and math.isfinite(v)]
         if len(finite) < min_points:
             continue
+        window = sorted(v for _, v in finite[: ROLLING // 2])  # the ROLLING values before `index`, in order
         for index in range(ROLLING // 2, len(finite)):
-            base = median(v for _, v in finite[max(0, index - ROLLING) : index])
+            base = median_of_sorted(window)
             point, value = finite[index]
             if base > 0 and value > factor * base and value - base > min_gap:
                 findings.append(CurveFinding(kind, rank, point.step, f"{label} {base:.4g} -> {value:.4g}", point))
                 break
+            insort(window, value)
+            if index >= ROLLING:
+                del window[bisect_left(window, finite[index - ROLLING][1])]
     return findings
 
 

@@ -8,7 +8,11 @@ from collections.abc import Iterable
 
 def median(values: Iterable[float]) -> float:
     """Middle value of `values` (mean of the two middle ones for an even count)."""
-    ordered = sorted(values)
+    return median_of_sorted(sorted(values))
+
+
+def median_of_sorted(ordered: list[float]) -> float:
+    """`median` of values already in order (a rolling window kept sorted)."""
     if not ordered:
         raise ValueError("median of no values")
     middle = len(ordered) // 2
