@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from traintriage.analyze.observations import Observation
 from traintriage.analyze.second_opinion import ROOT_CONFIDENCE, second_opinion
 from traintriage.kb.loader import load_kb
@@ -27,10 +29,15 @@ def test_a_clear_lead_names_the_root_and_the_lines_it_rests_on() -> None:
     assert [o.message for o in opinion.root.roots] == [lines[1]]
 
 
-def test_a_class_the_kb_lacks_stays_unknown_with_weak_candidates() -> None:
-    lines = ["RuntimeError: MPS backend out of memory (MPS allocated: 18.04 GB, other allocations: 1.08 GB, "
-             "max allowed: 18.13 GB). Tried to allocate 256.00 MB on private pool."]
-    opinion = second_opinion(_observations(lines), load_kb(), load_scanner())
+@pytest.mark.parametrize("line", [
+    'psycopg.OperationalError: connection to server at "db" (10.0.0.5), port 5432 failed: FATAL:  password '
+    'authentication failed for user "app"',
+    "java.lang.OutOfMemoryError: Java heap space",
+])
+def test_a_class_the_kb_lacks_stays_unknown_with_weak_candidates(line: str) -> None:
+    """Nothing in a training-failure KB explains these; shared words (`connection`, `memory`) must not
+    be enough to name a root cause."""
+    opinion = second_opinion(_observations([line]), load_kb(), load_scanner())
     assert opinion.root is None
     assert opinion.candidates and max(opinion.confidence.values()) <= 0.5
 

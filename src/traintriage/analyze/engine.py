@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 
 from traintriage.analyze import curves, refine
+from traintriage.analyze.confidence_map import calibrated
 from traintriage.analyze.observations import Observation, same_rank_context
 from traintriage.analyze.ranks import SuspectRank, earliest_rank, report_ranks, suspects_for
 from traintriage.analyze.salient import excused_orders, failure_evidence, salient_lines
@@ -133,8 +134,9 @@ def analyze(
                                       + [o.hit.text for o in _internal(observations, scanner, Internal.gpu_model)])
     traceback = _root_traceback(root)
     explained = {c.entry_id for c, _ in collateral}
-    confidence = (opinion.confidence if opinion is not None
-                  else _confidence([c for c in ranked if c.entry_id not in explained], ranked))
+    raw = (opinion.confidence if opinion is not None
+           else _confidence([c for c in ranked if c.entry_id not in explained], ranked))
+    confidence = {entry_id: calibrated(value) for entry_id, value in raw.items()}
     return Analysis(ranked=ranked, root=root, collateral=collateral, suspects=suspects,
                     initiating_rank=initiating, seen_ranks=seen_ranks, anomalies=anomalies,
                     environment=environment, traceback=traceback, salient=salient, confidence=confidence,
