@@ -57,7 +57,10 @@ def test_fifty_concurrent_requests_from_one_client_get_exactly_three_diagnoses_a
                                      headers={"content-type": "text/plain"}, timeout=60), range(50)))
         me = httpx.get(f"{url}/api/v1/me", timeout=10).json()
     statuses = sorted(r.status_code for r in responses)
-    assert statuses == [201] * 3 + [429] * 47
+    errors = [line for path in tmp_path.glob("server-*.log") for line in path.read_text().splitlines()
+              if '"level": "error"' in line or line.startswith(("ERROR", "Traceback"))]
+    assert statuses == [201] * 3 + [429] * 47, (statuses, [r.text[:300] for r in responses if r.status_code >= 500],
+                                                errors[-3:])
     refused = next(r for r in responses if r.status_code == 429)
     assert refused.headers["ratelimit-limit"] == "3" and refused.headers["ratelimit-remaining"] == "0"
     assert int(refused.headers["retry-after"]) == int(refused.headers["ratelimit-reset"]) > 0
