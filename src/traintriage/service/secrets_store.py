@@ -27,11 +27,12 @@ def server_secret(store: Store, name: str) -> str:
     cached = store.memo.get(f"secret:{name}")
     if cached is not None:
         return cached
-    with store.sessions.begin() as session:
-        if session.get(ServerSecret, name) is None:
-            session.execute(insert_ignore(store, ServerSecret, {"name": name, "value": secrets.token_hex(32)}))
-    with store.sessions() as session:
-        value = session.scalar(sa.select(ServerSecret.value).where(ServerSecret.name == name))
+    # Write first, then read, in one transaction: workers starting together all insert (the first
+    # wins, the others' inserts do nothing) and read the winner's value. A read before the write
+    # would let SQLite refuse the write of a transaction whose snapshot another worker outdated.
+    with store.engine.begin() as connection:
+        connection.execute(insert_ignore(store, ServerSecret, {"name": name, "value": secrets.token_hex(32)}))
+        value = connection.scalar(sa.select(ServerSecret.value).where(ServerSecret.name == name))
     assert value is not None
     store.memo[f"secret:{name}"] = value
     return value
