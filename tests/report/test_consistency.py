@@ -149,3 +149,29 @@ def test_your_code_in_a_dataloader_worker_is_the_workers_frame(tmp_path: Path) -
     assert diagnosis.root_cause is not None and diagnosis.root_cause.id == "dataloader-worker-error"
     frame = diagnosis.root_cause.user_frame
     assert frame is not None and (frame.file, frame.line) == ("/workspace/proj/data.py", 26)
+
+
+def test_a_launcher_root_cause_naming_a_victim_is_overridden_out_loud(tmp_path: Path) -> None:
+    """torchrun names the first process it saw exit (rank 0, aborted by its watchdog); the
+    OOM on rank 1 came first, and the report says it overrides torchrun."""
+    text = ("[rank1]:[2026-12-02 10:00:01,200] ERROR train: step 40 failed\n"
+            + _traceback(1, 88, OOM)
+            + WATCHDOG.format(r=0, ms=5)
+            + "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: \n"
+              "============================================================\n"
+              "train.py FAILED\n"
+              "------------------------------------------------------------\n"
+              "Root Cause (first observed failure):\n"
+              "[0]:\n"
+              "  time      : 2026-12-02_10:15:09\n"
+              "  host      : gpu-a17\n"
+              "  rank      : 0 (local_rank: 0)\n"
+              "  exitcode  : -6 (pid: 5120)\n"
+              "  error_file: <N/A>\n"
+              "  traceback : Signal 6 (SIGABRT) received by PID 5120\n"
+              "============================================================\n")
+    diagnosis = diagnose([_log(tmp_path, "job.out", text)])
+    assert diagnosis.root_cause is not None and diagnosis.root_cause.id == "cuda-oom"
+    assert diagnosis.initiating_rank == 1
+    assert any("Root Cause (first observed failure)" in note and "rank 0 is collateral" in note
+               for note in diagnosis.notes), diagnosis.notes
