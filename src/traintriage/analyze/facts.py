@@ -129,16 +129,29 @@ class RunFacts:
         return [] if value is None else [str(value).lower() if isinstance(value, bool) else str(value)]
 
 
+MAX_HITS = 200
+"""Hits read per source from each end: start-up facts sit near the first hits, the failure near the last."""
+MAX_CHARS = 4_000_000
+"""Total characters read, whatever the hits' context holds (a 10 GB log keeps thousands of hits)."""
+
+
 def kept_texts(scans: list[SourceScan]) -> list[str]:
-    """Every line the scanner kept (matches, their context, the tails), each capped."""
-    texts: list[str] = []
+    """The lines the scanner kept (matches, their context, the tails), each line once and
+    capped, the first and last hits of each source, within a fixed budget."""
+    seen: dict[str, None] = {}
+    total = 0
     for scan in scans:
-        for hit in scan.hits:
-            texts.append(hit.text[:MAX_TEXT])
-            texts.extend(line[:MAX_TEXT] for line in hit.before)
-            texts.extend(line[:MAX_TEXT] for line in hit.after)
-        texts.extend(line[:MAX_TEXT] for line in scan.tail)
-    return texts
+        hits = scan.hits if len(scan.hits) <= 2 * MAX_HITS else scan.hits[:MAX_HITS] + scan.hits[-MAX_HITS:]
+        groups = [[hit.text, *hit.before, *hit.after] for hit in hits] + [scan.tail]
+        for group in groups:
+            for line in group:
+                text = line[:MAX_TEXT]
+                if text not in seen:
+                    seen[text] = None
+                    total += len(text)
+            if total > MAX_CHARS:
+                return list(seen)
+    return list(seen)
 
 
 def run_facts(
@@ -150,7 +163,7 @@ def run_facts(
     seen_ranks: set[int],
 ) -> RunFacts:
     texts = kept_texts(scans)
-    joined = "\n".join(dict.fromkeys(texts))
+    joined = "\n".join(texts)
     stack = [name for name, pattern in _STACKS if pattern.search(joined)]
     launcher = next((name for name, pattern in _LAUNCHERS if any(pattern.search(t) for t in texts)), None)
     phase, reason, step = _phase(root, entry, traceback, points)

@@ -95,11 +95,11 @@ def _timeline(analysis: Analysis) -> list[TimelineEvent]:
     return consistency.unique_rows([event for _, event in events])[:MAX_TIMELINE]
 
 
-def _facts_out(facts: RunFacts) -> Facts:
+def _facts_out(facts: RunFacts, environment: dict[str, str]) -> Facts:
     return Facts(stack=facts.stack, launcher=facts.launcher, backend=facts.backend, phase=facts.phase,
                  phase_reason=facts.phase_reason, step=facts.step, dtype=facts.dtype, platform=facts.platform,
                  zero_stage=facts.zero_stage, world_size=facts.world_size, ranks_failed=facts.ranks_failed,
-                 all_ranks_same=facts.all_ranks_same)
+                 all_ranks_same=facts.all_ranks_same, versions=dict(environment))
 
 
 def _user_frame(analysis: Analysis, scans: list[SourceScan], rank: int | None) -> Frame | None:
@@ -254,7 +254,7 @@ def build_diagnosis(
         fix=_fix(entry, facts),
         verify=entry.verify,
         environment=analysis.environment,
-        facts=_facts_out(facts),
+        facts=_facts_out(facts, analysis.environment),
         notes=verdict.notes + backend_notes,
         warnings=warnings,
         stats=stats,

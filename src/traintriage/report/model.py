@@ -165,6 +165,8 @@ class Facts:
     ranks_failed: int = 0
     all_ranks_same: bool | None = None
     """Every rank failed with the same error at the same frame: code or environment, not one node."""
+    versions: dict[str, str] = field(default_factory=dict)
+    """Versions and hardware the log names (torch, cuda, nccl, deepspeed, transformers, driver, gpu)."""
 
 
 @dataclass(kw_only=True)

@@ -53,7 +53,14 @@ def facts_line(facts: Facts | None) -> str | None:
         parts.append(f"world size {facts.world_size}")
     if facts.all_ranks_same:
         parts.append("all ranks failed the same way")
+    versions = [f"{_VERSION_NAMES.get(name, name)} {value}" for name, value in facts.versions.items() if name != "gpu"]
+    parts.extend(versions[:4])
+    if "gpu" in facts.versions:
+        parts.append(facts.versions["gpu"])
     return " · ".join(parts) if parts else None
+
+
+_VERSION_NAMES = {"cuda": "CUDA", "nccl": "NCCL", "rocm": "ROCm", "deepspeed": "DeepSpeed", "python": "Python"}
 
 
 def _phase_words(facts: Facts) -> str:
