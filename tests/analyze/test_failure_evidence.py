@@ -37,6 +37,14 @@ FAILED = {
         "[1,1]<stderr>:ResourceExhaustedError (see above for traceback): OOM when allocating tensor with shape[2,1023,50257]",
     ],
     "horovodrun's exit report": ["Process 0 exit with status code 137."],
+    "the tail of an OOM message, pasted without its first words": [
+        "Tried to allocate 20.00 MiB (GPU 0; 1.96 GiB total capacity; 1.24 GiB already allocated; 2.88 MiB free; "
+        "1.25 GiB reserved in total by PyTorch)",
+    ],
+    "an XLA error-level line without the word error": [
+        "E1203 07:12:40.187087 4412 cuda_dnn.cc:456] Loaded runtime CuDNN library: 9.1.0 but source was compiled "
+        "with: 9.3.0.  CuDNN library needs to have matching major version and equal or higher minor version.",
+    ],
     "a device assertion wrapped by the terminal": [
         "/pytorch/aten/src/ATen/native/cuda/Indexing.cu:1422: indexSelectLargeIndex: block: [3,0,0], thread: [6,0,0] "
         "Assertion `srcIndex < srcSelectDimSize`",
@@ -50,6 +58,13 @@ HEALTHY = {
         "gpu7:4412:4412 [0] misc/ibvwrap.cc:105 NCCL WARN Failed to open libibverbs.so[.1]",
         "gpu7:4412:4412 [0] NCCL INFO NET/Socket : Using [0]eth0:10.1.2.3<0>",
         "gpu7:4412:4412 [0] NCCL INFO Using network Socket",
+    ],
+    "tensorflow's start-up registers its CUDA plugins twice": [
+        "2026-12-03 07:12:40.101: E external/local_xla/xla/stream_executor/cuda/cuda_dnn.cc:9261] Unable to register "
+        "cuDNN factory: Attempting to register factory for plugin cuDNN when one has already been registered",
+        "2026-12-03 07:12:40.102: E external/local_xla/xla/stream_executor/cuda/cuda_blas.cc:1515] Unable to register "
+        "cuBLAS factory: Attempting to register factory for plugin cuBLAS when one has already been registered",
+        "Epoch 1/3",
     ],
     "an exception the loop caught, then training went on": [
         "step 100 loss 2.31",

@@ -25,9 +25,12 @@ IGNORED_SPAN = 30
 """Lines after `Exception ignored in:` or a graph-break header that belong to its report."""
 MAX_SALIENT = 8
 
-# NCCL warns that it could not load an optional transport library, then falls back (to
-# sockets): that warning alone is not a failure.
-_NCCL_FALLBACK = re.compile(r"NCCL WARN (?:[Ff]ailed to (?:open|load|find)|[Cc]ould not (?:open|load|find)) ")
+# Error-level lines that are not failures: NCCL could not load an optional transport library
+# and falls back (to sockets); TensorFlow/XLA register their CUDA plugins twice at every
+# start (`Unable to register cuDNN factory: Attempting to register factory for plugin cuDNN
+# when one has already been registered`).
+_NOT_FAILURES = re.compile(r"NCCL WARN (?:[Ff]ailed to (?:open|load|find)|[Cc]ould not (?:open|load|find)) |"
+                           r"Unable to register cu\w{2,8} factory|when one has already been registered")
 _NONZERO_EXIT = re.compile(r"(?:exitcode\s*:\s*-?[1-9]|(?:code|status)[: ]+-?[1-9])")
 _EVIDENCE_KINDS = (Internal.traceback, Internal.exception, Internal.fatal_line, Internal.fatal_signal)
 _SALIENT_KINDS = (Internal.exception, Internal.fatal_line, Internal.fatal_signal, Internal.error_level,
@@ -64,7 +67,7 @@ def failure_evidence(
     exits = [o for o in internal_lines(observations, scanner, Internal.exit_code) if _NONZERO_EXIT.search(o.hit.text)]
     found = {o.order: o for kind in _EVIDENCE_KINDS for o in internal_lines(observations, scanner, kind)}
     found.update((o.order, o) for o in exits)
-    evidence = sorted((o for o in found.values() if o.order not in excused and not _NCCL_FALLBACK.search(o.hit.text)),
+    evidence = sorted((o for o in found.values() if o.order not in excused and not _NOT_FAILURES.search(o.hit.text)),
                       key=position)
     completed = internal_lines(observations, scanner, Internal.completion)
     if completed:

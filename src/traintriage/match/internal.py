@@ -119,18 +119,18 @@ INTERNAL_PATTERNS: tuple[InternalPattern, ...] = (
         64,
     ),
     # Failure evidence that needs no Python traceback: a C++ exception that terminated the
-    # process, glog fatal/check-failure lines (PyTorch, TF, JAX/XLA), error-level glog lines
-    # that say something failed, NCCL warnings of a failure, a C assertion (CUDA device
-    # asserts), and fatal signals as shells and debuggers report them.
+    # process, glog fatal/check-failure and error-level lines of C++ code (PyTorch, TF,
+    # JAX/XLA; their start-up noise is excused in analyze/salient.py), NCCL warnings of a
+    # failure, a C assertion (CUDA device asserts), fatal signals as shells and debuggers
+    # report them, an allocator's OOM message pasted without its first words.
     InternalPattern(
         Internal.fatal_line,
         r"(?:terminate called (?:after throwing|recursively|without an active exception)|\bwhat\(\): |"
         r"(?:^|[\s:\]\[])F\d{4} \d\d:\d\d:\d\d\.\d+|: F [\w/\\.:-]+\.(?:cc|cpp|h):\d+\] |Check failed: |"
-        r"(?:^|[\s:\]\[])E(?:\d{4} \d\d:\d\d:\d\d\.\d+)? ?[^\s\]]*\.(?:cc|cpp|h|c):\d+\] [^\n]*"
-        r"(?:[Ff]ail|ERROR|[Ee]rror|EXHAUSTED|[Aa]bort|out of memory)|"
+        r"(?:^|[\s:\]\[])E(?:\d{4} \d\d:\d\d:\d\d\.\d+(?: +\d+)?)? ?[^\s\]]*\.(?:cc|cpp|h|c):\d+\] |"
         r"NCCL WARN [^\n]*(?:[Ff]ail|[Ee]rror|[Aa]bort|[Tt]imeout)|Assertion `[^`\n]*`(?: failed|\s*$)|"
         r"\bIllegal instruction\b|\bBus error\b|Floating point exception|received signal SIG[A-Z]+|"
-        r"(?:^|[\s:\]])(?:CUDA|HIP) error: )",
+        r"(?:^|[\s:\]])(?:CUDA|HIP) error: |\bTried to allocate \d[\d.]* ?[KMGT]?i?B\b)",
         256,
         context=True,
     ),
