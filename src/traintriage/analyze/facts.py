@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import cache
+from typing import Any
 
 from traintriage.analyze.observations import Observation, same_rank_context
 from traintriage.analyze.scoring import Candidate
@@ -24,52 +26,52 @@ MAX_TEXT = 2000
 
 # (value, pattern) in order of precedence: the first stack listed that matches is the most
 # specific one, but every match is kept (DeepSpeed runs under the HF Trainer, FSDP under torchrun).
-_STACKS: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("deepspeed", re.compile(r"/deepspeed/|\bDeepSpeed\b|\bdeepspeed\.(?:ops|runtime|launcher)|\[deepspeed\]")),
-    ("fsdp", re.compile(r"/fsdp/|FullyShardedDataParallel|fully_shard\b")),
-    ("megatron", re.compile(r"/megatron/|\bMegatron(?:-LM| Core)?\b")),
-    ("hf-trainer", re.compile(r"/transformers/trainer\.py|\bTrainer\.train\b|\btrain_runtime\b")),
-    ("accelerate", re.compile(r"/accelerate/|\baccelerate launch\b|Accelerator\(")),
-    ("lightning", re.compile(r"/(?:pytorch_)?lightning/|\bLightning(?:Module)?\b|`Trainer\.fit`")),
-    ("vllm", re.compile(r"/vllm/|\bvLLM\b|\bvllm\.(?:engine|entrypoints)")),
-    ("jax", re.compile(r"/jax/|/jaxlib/|\bXlaRuntimeError\b|\bjax\.errors\b")),
-    ("tensorflow", re.compile(r"/tensorflow/|\btensorflow/core/|\btf\.errors\.")),
-    ("llama-cpp", re.compile(r"\bllama_(?:model_load|new_context|init_from)|\bggml_(?:cuda|backend)|\bllama\.cpp\b")),
-    ("lua-torch", re.compile(r"\.lua:\d+:|\bluajit\b|/torch/install/share/lua/")),
-    ("ddp", re.compile(r"DistributedDataParallel|/nn/parallel/distributed\.py|\bReducer\b")),
-    ("pytorch", re.compile(r"/torch/|\btorch\.\w|\[rank\d+\]:|\bProcessGroup(?:NCCL|Gloo)\b")),
+_STACKS: tuple[tuple[str, str], ...] = (
+    ("deepspeed", r"/deepspeed/|\bDeepSpeed\b|\bdeepspeed\.(?:ops|runtime|launcher)|\[deepspeed\]"),
+    ("fsdp", r"/fsdp/|FullyShardedDataParallel|fully_shard\b"),
+    ("megatron", r"/megatron/|\bMegatron(?:-LM| Core)?\b"),
+    ("hf-trainer", r"/transformers/trainer\.py|\bTrainer\.train\b|\btrain_runtime\b"),
+    ("accelerate", r"/accelerate/|\baccelerate launch\b|Accelerator\("),
+    ("lightning", r"/(?:pytorch_)?lightning/|\bLightning(?:Module)?\b|`Trainer\.fit`"),
+    ("vllm", r"/vllm/|\bvLLM\b|\bvllm\.(?:engine|entrypoints)"),
+    ("jax", r"/jax/|/jaxlib/|\bXlaRuntimeError\b|\bjax\.errors\b"),
+    ("tensorflow", r"/tensorflow/|\btensorflow/core/|\btf\.errors\."),
+    ("llama-cpp", r"\bllama_(?:model_load|new_context|init_from)|\bggml_(?:cuda|backend)|\bllama\.cpp\b"),
+    ("lua-torch", r"\.lua:\d+:|\bluajit\b|/torch/install/share/lua/"),
+    ("ddp", r"DistributedDataParallel|/nn/parallel/distributed\.py|\bReducer\b"),
+    ("pytorch", r"/torch/|\btorch\.\w|\[rank\d+\]:|\bProcessGroup(?:NCCL|Gloo)\b"),
 )
-_LAUNCHERS: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("torchrun", re.compile(r"torch\.distributed\.(?:elastic|run|launch)|/torch/distributed/elastic/|\btorchrun\b|"
-                            r"^\[(?:default|worker)\d+\]:|ChildFailedError")),
-    ("deepspeed", re.compile(r"deepspeed\.launcher|\[launch\.py:\d+:main\]|runner\.py:\d+:main\]")),
-    ("accelerate", re.compile(r"\baccelerate launch\b|accelerate/commands/launch\.py")),
-    ("slurm", re.compile(r"\bsrun: |slurmstepd: |\bSLURM_JOB_ID\b")),
-    ("mpirun", re.compile(r"\bmpirun\b|<std(?:out|err)>:|\bPRRTE\b|\bORTE\b")),
+_LAUNCHERS: tuple[tuple[str, str], ...] = (
+    ("torchrun", r"torch\.distributed\.(?:elastic|run|launch)|/torch/distributed/elastic/|\btorchrun\b|"
+                            r"(?m:^\[(?:default|worker)\d+\]:)|ChildFailedError"),
+    ("deepspeed", r"deepspeed\.launcher|\[launch\.py:\d+:main\]|runner\.py:\d+:main\]"),
+    ("accelerate", r"\baccelerate launch\b|accelerate/commands/launch\.py"),
+    ("slurm", r"\bsrun: |slurmstepd: |\bSLURM_JOB_ID\b"),
+    ("mpirun", r"\bmpirun\b|<std(?:out|err)>:|\bPRRTE\b|\bORTE\b"),
 )
-_NCCL = re.compile(r"\bNCCL\b|ProcessGroupNCCL|\bnccl[A-Z]\w+|backend\s?[=:]\s?['\"]?nccl\b")
-_GLOO = re.compile(r"\bgloo\b|ProcessGroupGloo|backend\s?[=:]\s?['\"]?gloo\b", re.I)
-_MPI = re.compile(r"ProcessGroupMPI|backend\s?[=:]\s?['\"]?mpi\b|\bMPI_ERR_\w+")
-_RCCL = re.compile(r"\bRCCL\b|librccl")
+_NCCL = r"\bNCCL\b|ProcessGroupNCCL|\bnccl[A-Z]\w+|backend\s?[=:]\s?['\"]?nccl\b"
+_GLOO = r"(?i:\bgloo\b)|ProcessGroupGloo|backend\s?[=:]\s?['\"]?(?i:gloo)\b"
+_MPI = r"ProcessGroupMPI|backend\s?[=:]\s?['\"]?mpi\b|\bMPI_ERR_\w+"
+_RCCL = r"\bRCCL\b|librccl"
 
-_DTYPES: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("fp8", re.compile(r"\bfp8\s?[=:]\s?True|\bFloat8_e4m3|mixed_precision\s?[=:]\s?['\"]?fp8")),
-    ("bf16", re.compile(r"\bbf16\s?[=:]\s?True|torch_dtype\s?[=:]\s?['\"]?(?:torch\.)?bfloat16|"
-                        r"mixed_precision\s?[=:]\s?['\"]?bf16|CUDA_R_16BF|\bBFloat16\b|cublasLt\w*bf16")),
-    ("fp16", re.compile(r"\bfp16\s?[=:]\s?True|torch_dtype\s?[=:]\s?['\"]?(?:torch\.)?float16|"
-                        r"mixed_precision\s?[=:]\s?['\"]?fp16|CUDA_R_16F\b|\bHgemm\b|'Half'|\bc10::Half\b")),
-    ("fp32", re.compile(r"\bcublasSgemm\w*|CUDA_R_32F\b.*CUDA_R_32F|torch_dtype\s?[=:]\s?['\"]?(?:torch\.)?float32\b")),
+_DTYPES: tuple[tuple[str, str], ...] = (
+    ("fp8", r"\bfp8\s?[=:]\s?True|\bFloat8_e4m3|mixed_precision\s?[=:]\s?['\"]?fp8"),
+    ("bf16", r"\bbf16\s?[=:]\s?True|torch_dtype\s?[=:]\s?['\"]?(?:torch\.)?bfloat16|"
+                        r"mixed_precision\s?[=:]\s?['\"]?bf16|CUDA_R_16BF|\bBFloat16\b|cublasLt\w*bf16"),
+    ("fp16", r"\bfp16\s?[=:]\s?True|torch_dtype\s?[=:]\s?['\"]?(?:torch\.)?float16|"
+                        r"mixed_precision\s?[=:]\s?['\"]?fp16|CUDA_R_16F\b|\bHgemm\b|'Half'|\bc10::Half\b"),
+    ("fp32", r"\bcublasSgemm\w*|CUDA_R_32F\b.*CUDA_R_32F|torch_dtype\s?[=:]\s?['\"]?(?:torch\.)?float32\b"),
 )
-_PLATFORMS: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("windows", re.compile(r"\b[A-Z]:\\\\?(?:Users|Program|Python|ProgramData|Anaconda|conda)|\.dll\b|\bWinError\b")),
-    ("macos", re.compile(r"/Users/[^/\s]+/|\bDarwin\b|\bmacOS\b|/Library/Frameworks/|\bMPS backend\b")),
-    ("rocm", re.compile(r"\bHIP error\b|\bROCm\b|\bhipError\w+|\bgfx\d{3,4}\b|AMD Instinct")),
-    ("kubernetes", re.compile(r"\bkubelet\b|\bOOMKilled\b|\bCrashLoopBackOff\b")),
+_PLATFORMS: tuple[tuple[str, str], ...] = (
+    ("windows", r"\b[A-Z]:\\\\?(?:Users|Program|Python|ProgramData|Anaconda|conda)|\.dll\b|\bWinError\b"),
+    ("macos", r"/Users/[^/\s]+/|\bDarwin\b|\bmacOS\b|/Library/Frameworks/|\bMPS backend\b"),
+    ("rocm", r"\bHIP error\b|\bROCm\b|\bhipError\w+|\bgfx\d{3,4}\b|AMD Instinct"),
+    ("kubernetes", r"\bkubelet\b|\bOOMKilled\b|\bCrashLoopBackOff\b"),
 )
-_WORLD = re.compile(r"(?:\bworld_size\s?[=:]\s?|WORLD_SIZE[=:]\s?|[Ww]orld size:? )(\d{1,6})\b")
-_NPROC = re.compile(r"--nproc[-_]per[-_]node[= ](\d{1,4})\b")
-_NNODES = re.compile(r"--nnodes[= ](\d{1,5})\b")
-_ZERO = re.compile(r"ZeRO [Ss]tage (\d)|\"stage\":\s?(\d)|zero_stage\s?[=:]\s?(\d)")
+_WORLD = r"(?:\bworld_size\s?[=:]\s?|WORLD_SIZE[=:]\s?|[Ww]orld size:? )(\d{1,6})\b"
+_NPROC = r"--nproc[-_]per[-_]node[= ](\d{1,4})\b"
+_NNODES = r"--nnodes[= ](\d{1,5})\b"
+_ZERO = r"ZeRO [Ss]tage (\d)|\"stage\":\s?(\d)|zero_stage\s?[=:]\s?(\d)"
 
 # Phase from the frames of the failing traceback: function names first, then the code line.
 _PHASE_FUNCTIONS: tuple[tuple[str, frozenset[str], str], ...] = (
@@ -162,21 +164,21 @@ def run_facts(
     points: list[MetricPoint],
     seen_ranks: set[int],
 ) -> RunFacts:
-    texts = kept_texts(scans)
-    joined = "\n".join(texts)
-    stack = [name for name, pattern in _STACKS if pattern.search(joined)]
-    launcher = next((name for name, pattern in _LAUNCHERS if any(pattern.search(t) for t in texts)), None)
+    joined = "\n".join(kept_texts(scans))
+    stack = [name for name, pattern in _STACKS if _rx(pattern).search(joined)]
+    launcher = next((name for name, pattern in _LAUNCHERS if _rx(pattern).search(joined)), None)
     phase, reason, step = _phase(root, entry, traceback, points)
     world = _world_size(joined, seen_ranks)
     nproc = _first_int(_NPROC, joined)
     nnodes = _first_int(_NNODES, joined)
     single = True if nnodes == 1 or (world is not None and nproc is not None and world == nproc) else \
         False if nnodes is not None and nnodes > 1 else None
-    zero = next((int(g) for m in _ZERO.finditer(joined) for g in m.groups() if g), None)
+    zero_match = _rx(_ZERO).search(joined)
+    zero = next((int(g) for g in zero_match.groups() if g), None) if zero_match else None
     same, failed = _all_ranks_same(root, traceback, world or (len(seen_ranks) or None))
     return RunFacts(stack=stack, launcher=launcher, backend=_backend(joined), phase=phase, phase_reason=reason,
                     step=step, dtype=_dtype(root, joined),
-                    platform=next((name for name, p in _PLATFORMS if p.search(joined)), None), zero_stage=zero,
+                    platform=next((name for name, p in _PLATFORMS if _rx(p).search(joined)), None), zero_stage=zero,
                     world_size=world, single_node=single, ranks_failed=failed, all_ranks_same=same)
 
 
@@ -185,24 +187,31 @@ def _dtype(root: Candidate | None, joined: str) -> str | None:
     fp32 GEMM even in a bf16 run), else the run's configured precision."""
     failing = "\n".join(o.hit.text[:MAX_TEXT] for o in (root.roots if root else [])[:8])
     for text in (failing, joined):
-        found = next((name for name, pattern in _DTYPES if pattern.search(text)), None)
+        found = next((name for name, pattern in _DTYPES if _rx(pattern).search(text)), None)
         if found is not None:
             return found
     return None
 
 
 def _backend(joined: str) -> str | None:
-    if _RCCL.search(joined):
-        return "rccl"
-    if _NCCL.search(joined):
-        return "nccl"
-    if _GLOO.search(joined):
-        return "gloo"
-    return "mpi" if _MPI.search(joined) else None
+    for name, pattern in (("rccl", _RCCL), ("nccl", _NCCL), ("gloo", _GLOO), ("mpi", _MPI)):
+        if _rx(pattern).search(joined):
+            return name
+    return None
 
 
-def _first_int(pattern: re.Pattern[str], text: str) -> int | None:
-    match = pattern.search(text)
+@cache
+def _rx(pattern: str) -> Any:
+    """RE2 for the patterns run over all kept lines: linear time, and alternations of
+    literals stay fast (Python's re tries each one at every position). Imported on the
+    failure path only, like everything that runs after a root cause is found."""
+    import re2
+
+    return re2.compile(pattern)
+
+
+def _first_int(pattern: str, text: str) -> int | None:
+    match = _rx(pattern).search(text)
     return int(match.group(1)) if match else None
 
 
