@@ -82,11 +82,18 @@ def _stalled_after_progress(scans: list[SourceScan], points: list[MetricPoint]) 
             return f"no progress for {last_seen - timed[-1]:.0f}s after the last step (step time {step:.2g}s)"
     if not points:
         return None
-    tails = [line for scan in scans for line in scan.tail[-15:]]
-    waiting = [t for t in tails if _is_waiting(t)]
-    if len(waiting) >= 3 and len(waiting) >= len(tails) // 2:
+    tails = [scan.tail[-15:] for scan in scans]
+    waiting = sum(_waiting_lines(lines) for lines in tails)
+    if waiting >= 3 and waiting >= sum(len(lines) for lines in tails) // 2:
         return "the log ends with only watchdog, timeout or stack-dump lines after the last step"
     return None
+
+
+def _waiting_lines(lines: list[str]) -> int:
+    """How many of `lines` only wait; one look at a tail that never does (most of a fleet's)."""
+    if not _is_waiting("\n".join(lines)):  # no word spans a newline
+        return 0
+    return sum(_is_waiting(line) for line in lines)
 
 
 def _is_waiting(line: str) -> bool:
