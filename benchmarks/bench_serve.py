@@ -27,6 +27,7 @@ import sqlalchemy as sa
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
+from benchmarks.sections import write_section  # noqa: E402
 from benchmarks.workloads import write_small_crash  # noqa: E402
 from tests.service.conftest import POSTGRES_ADMIN, REDIS_URL  # noqa: E402
 from tests.service.server import team_server  # noqa: E402
@@ -39,7 +40,6 @@ REQUESTS_PER_CLIENT = {1: 40, 8: 10, 32: 5}
 LEVEL_SECONDS = 120.0
 WORKERS = 2
 ERRORS: list[str] = []  # what failed, written under the table
-BEGIN, END = "<!-- bench-serve -->", "<!-- /bench-serve -->"
 
 
 def _level(url: str, token: str, body: bytes, clients: int, requests: int) -> dict[str, float]:
@@ -91,7 +91,7 @@ def _table(title: str, rows: list[dict[str, float]]) -> list[str]:
 
 
 def _write(tables: dict[str, list[dict[str, float]]], size: int) -> None:
-    lines = [BEGIN, "## Team server: POST /api/v1/diagnoses (`make bench-serve`)", "",
+    lines = ["", "## Team server: POST /api/v1/diagnoses (`make bench-serve`)", "",
              f"Machine: {platform.machine()}, 2 cores, Python {platform.python_version()}, {date.today()}. "
              f"`traintriage serve --workers {WORKERS}` on 127.0.0.1, one API key (quota checked on every "
              f"request), a {size // 1000} KB log sent as text/plain; the load generator runs on the same 2 cores. "
@@ -101,15 +101,9 @@ def _write(tables: dict[str, list[dict[str, float]]], size: int) -> None:
     if ERRORS:
         lines += ["Errors (a request that failed is not in the latencies):", ""]
         lines += [f"- {error}" for error in ERRORS] + [""]
-    section = "\n".join(lines[:-1] + [END])
-    results = HERE / "RESULTS.md"
-    text = results.read_text() if results.exists() else "# Benchmark results\n"
-    if BEGIN in text and END in text:
-        text = text[:text.index(BEGIN)] + section + text[text.index(END) + len(END):]
-    else:
-        text = text.rstrip("\n") + "\n\n" + section + "\n"
-    results.write_text(text)
-    print(section)
+    body = "\n".join(lines[1:-1])
+    write_section(HERE / "RESULTS.md", "bench-serve", body)
+    print(body)
 
 
 def _run(root: Path, body: bytes, database_url: str, **env: str) -> list[dict[str, float]]:
