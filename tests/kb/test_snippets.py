@@ -81,16 +81,10 @@ def parses_in_its_language(stack: str, code: str) -> bool:
     return parses_as_yaml_mappings(code) or parses_as_python(code) or parses_as_shell(code)
 
 
-def _code_texts(code: object) -> list[str]:
-    """A stack's example: one text, or fix variants that each carry their own `code`."""
-    if isinstance(code, str):
-        return [code]
-    return [str(variant.code) for variant in code] if isinstance(code, list) else []
-
-
 def _snippets() -> list[tuple[str, str, str]]:
+    """Every stack's plain snippet and its variants' snippets."""
     return [(entry.id, stack, text) for entry in sorted(load_kb().entries.values(), key=lambda e: e.id)
-            for stack, code in entry.fix.code.items() for text in _code_texts(code)]
+            for stack in entry.fix.stacks for text, _ in entry.fix.snippets(stack)]
 
 
 @pytest.mark.parametrize(("entry_id", "stack", "code"), _snippets(), ids=lambda v: v if "\n" not in v else "")

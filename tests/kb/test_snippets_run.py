@@ -53,7 +53,7 @@ def _failures(group: frozenset[str], workdir: str) -> dict[str, str]:
     examples = {}
     for entry_id in sorted(group):
         code = load_kb().entries[entry_id].fix.code.get("pytorch")
-        examples[entry_id] = code if isinstance(code, str) else "raise SystemExit('no single pytorch example any more')"
+        examples[entry_id] = code if code is not None else "raise SystemExit('no plain pytorch example any more')"
     source, result = Path(workdir) / "examples.json", Path(workdir) / "failures.json"
     source.write_text(json.dumps(examples), encoding="utf-8")
     done = subprocess.run([sys.executable, "-c", _RUNNER, str(source), str(result)], cwd=workdir,

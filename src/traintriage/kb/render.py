@@ -5,7 +5,7 @@ from __future__ import annotations
 from functools import cache
 
 from traintriage.kb.loader import KnowledgeBase
-from traintriage.kb.reporttext import code_variants, step_text
+from traintriage.kb.reporttext import code_snippets, step_text
 from traintriage.kb.schema import Entry
 
 
@@ -19,9 +19,8 @@ def render_entry(entry: Entry) -> str:
     out.extend(f"  {n}. {c}" for n, c in enumerate(entry.confirm, 1))
     out += ["", f"Fix: {entry.fix.summary}"]
     out.extend(f"  {n}. {step_text(s)}" for n, s in enumerate(entry.fix.steps, 1))
-    for stack, code in entry.fix.code.items():
-        for text, label in code_variants(code):
-            out += [f"  [{stack}{label}]"] + [f"    {line}" for line in text.rstrip().splitlines()]
+    for stack, label, text in code_snippets(entry):
+        out += [f"  [{stack}{label}]"] + [f"    {line}" for line in text.rstrip().splitlines()]
     out += ["", "Verify", f"  {entry.verify}", "", "Prevention"]
     out.extend(f"  - {p}" for p in entry.prevention)
     out += ["", "Signatures"]

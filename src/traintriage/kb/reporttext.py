@@ -53,9 +53,6 @@ def report_text_problems(entry: Entry) -> list[str]:
             problems.append(f"{entry.id}: {name} has unfilled placeholder(s) {slots} outside code")
     if not any(isinstance(step, str) for step in entry.fix.steps):
         problems.append(f"{entry.id}: fix.steps needs at least one step without `when` (it applies to every run)")
-    for stack, code in entry.fix.code.items():
-        if isinstance(code, list) and not code:
-            problems.append(f"{entry.id}: fix.code.{stack} is an empty list")
     for variant in _variants(entry):
         if variant.because.lower().startswith("because"):
             problems.append(f"{entry.id}: `because` is written without the word 'because' (the report adds it)")
@@ -64,9 +61,8 @@ def report_text_problems(entry: Entry) -> list[str]:
 
 def _variants(entry: Entry) -> list[FixStep | FixCode]:
     found: list[FixStep | FixCode] = [s for s in entry.fix.steps if isinstance(s, FixStep)]
-    for code in entry.fix.code.values():
-        if isinstance(code, list):
-            found.extend(code)
+    for variants in entry.fix.code_variants.values():
+        found.extend(variants)
     return found
 
 
@@ -85,8 +81,7 @@ def step_text(step: str | FixStep) -> str:
     return f"[when {describe_when(step.when)}] {step.step}"
 
 
-def code_variants(code: str | list[FixCode]) -> list[tuple[str, str]]:
-    """(snippet, label) of one stack's code: the label names a variant's condition."""
-    if isinstance(code, str):
-        return [(code, "")]
-    return [(variant.code, f", when {describe_when(variant.when)}") for variant in code]
+def code_snippets(entry: Entry) -> list[tuple[str, str, str]]:
+    """(stack, label, snippet) of every fix snippet: a variant's label names its condition."""
+    return [(stack, f", when {describe_when(when)}" if when else "", text)
+            for stack in entry.fix.stacks for text, when in entry.fix.snippets(stack)]

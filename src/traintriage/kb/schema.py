@@ -181,6 +181,8 @@ class FixStep(Strict):
 
 @dataclass(frozen=True, kw_only=True)
 class FixCode(Strict):
+    """A stack's snippet for some runs only; it replaces the stack's `code` when it matches."""
+
     code: Text
     when: When
     because: Text
@@ -188,14 +190,27 @@ class FixCode(Strict):
 
 @dataclass(frozen=True, kw_only=True)
 class Fix(Strict):
+    """`code` holds one plain snippet per stack (for every run); `code_variants` the snippets
+    for some runs only, kept apart so that every `code` value stays a snippet in its language."""
+
     summary: Text
     steps: Annotated[list[Text | FixStep], NonEmpty]
-    code: dict[str, Text | list[FixCode]] = field(default_factory=dict)
+    code: dict[str, Text] = field(default_factory=dict)
+    code_variants: dict[str, Annotated[list[FixCode], NonEmpty]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        unknown = set(self.code) - STACKS
+        unknown = (set(self.code) | set(self.code_variants)) - STACKS
         if unknown:
             raise ValueError(f"unknown stack(s) {sorted(unknown)}; use one of {sorted(STACKS)}")
+
+    def snippets(self, stack: str) -> list[tuple[str, When | None]]:
+        """Every snippet of one stack: the plain one first, then the variants with their condition."""
+        plain = [(self.code[stack], None)] if stack in self.code else []
+        return plain + [(variant.code, variant.when) for variant in self.code_variants.get(stack, [])]
+
+    @property
+    def stacks(self) -> list[str]:
+        return list(dict.fromkeys([*self.code, *self.code_variants]))
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -79,22 +79,19 @@ def choose_fix(entry: Entry, facts: RunFacts) -> ChosenFix:
     chosen = [step.step for step in matching]
     because = list(dict.fromkeys(step.because for step in matching))
     code: dict[str, str] = {}
-    for stack, value in entry.fix.code.items():
-        text, dropped = _code_for(value, facts)
+    for stack in entry.fix.stacks:
+        text, dropped = _code_for(entry.fix.code.get(stack), entry.fix.code_variants.get(stack, []), facts)
         left_out += dropped
         if text is not None:
             code[stack] = text
     return ChosenFix(steps=chosen + rest, code=code, because=because, chosen=len(chosen), left_out=left_out)
 
 
-def _code_for(value: str | list[FixCode], facts: RunFacts) -> tuple[str | None, int]:
-    """The snippet of one stack: the variant that matches, else the first one not contradicted."""
-    if isinstance(value, str):
-        return value, 0
-    fits = [(fit(variant.when, facts), variant) for variant in value]
+def _code_for(plain: str | None, variants: list[FixCode], facts: RunFacts) -> tuple[str | None, int]:
+    """The snippet of one stack: a variant that matches the run, else the plain snippet, else
+    the first variant the run does not contradict."""
+    fits = [(fit(variant.when, facts), variant) for variant in variants]
     dropped = sum(1 for f, _ in fits if f is Fit.contradicts)
-    for wanted in (Fit.matches, Fit.unknown):
-        for found, variant in fits:
-            if found is wanted:
-                return variant.code, dropped
-    return None, dropped
+    matching = [variant.code for found, variant in fits if found is Fit.matches]
+    unknown = [variant.code for found, variant in fits if found is Fit.unknown]
+    return next(iter(matching), plain if plain is not None else next(iter(unknown), None)), dropped

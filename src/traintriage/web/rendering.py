@@ -10,6 +10,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescap
 from markupsafe import Markup, escape
 
 from traintriage import __version__
+from traintriage.kb.reporttext import code_snippets
 from traintriage.kb.schema import STACKS
 from traintriage.report.render import rank_ranges
 from traintriage.web.links import Links
@@ -44,7 +45,7 @@ def environment() -> Environment:
     )
     env.filters.update(rank_ranges=rank_ranges, stack=stack_label, pct=lambda value: f"{float(value):.0%}",
                        prose=inline_code)
-    env.globals.update(version=__version__)
+    env.globals.update(version=__version__, code_snippets=code_snippets)
     return env
 
 
