@@ -55,7 +55,7 @@ def _claim(case: dict[str, object], out: dict[str, object]) -> Claim | None:
     return Claim(float(first.get("confidence") or 0.0), first.get("id") in labels)
 
 
-def collect(corpora: list[Path], raw: bool) -> list[Claim]:
+def collect(corpora: list[Path], raw: bool, tool: Path = TOOL) -> list[Claim]:
     env = dict(os.environ, TRAINTRIAGE_CALIBRATION="off") if raw else dict(os.environ)
     jobs = []
     for corpus in corpora:
@@ -66,7 +66,7 @@ def collect(corpora: list[Path], raw: bool) -> list[Claim]:
 
     def run(job: tuple[dict[str, object], Path]) -> Claim | None:
         case, path = job
-        done = subprocess.run([str(TOOL), "diagnose", "--format", "json", str(path)], capture_output=True, text=True,
+        done = subprocess.run([str(tool), "diagnose", "--format", "json", str(path)], capture_output=True, text=True,
                               env=env, timeout=300)
         try:
             return _claim(case, json.loads(done.stdout))
@@ -121,9 +121,10 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--fit", nargs="+", type=Path, default=[])
     parser.add_argument("--report", nargs="+", type=Path, default=[])
+    parser.add_argument("--tool", type=Path, default=TOOL, help="the traintriage to measure (default: the venv's)")
     args = parser.parse_args()
     if args.fit:
-        claims = collect(args.fit, raw=True)
+        claims = collect(args.fit, raw=True, tool=args.tool)
         bands = fit(claims)
         MAP.write_text(f'{{"fitted_on": {json.dumps([p.name for p in args.fit])}, "claims": {len(claims)},\n'
                        f' "bands": {json.dumps(bands)}}}\n')
@@ -137,7 +138,7 @@ def main() -> int:
                     "(src/traintriage/data/calibration.json); the tables below are measured with it.", ""]
         everything: list[Claim] = []
         for corpus in args.report:
-            claims = collect([corpus], raw=False)
+            claims = collect([corpus], raw=False, tool=args.tool)
             everything += claims
             if not claims:
                 continue
