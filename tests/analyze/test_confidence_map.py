@@ -19,6 +19,16 @@ def test_the_map_keeps_the_order_of_candidates() -> None:
     assert all(0.0 <= v <= 1.0 for v in values)
 
 
+def test_weak_raw_values_are_not_promoted_to_the_fitted_rates() -> None:
+    """A faint candidate below every fitted claim keeps a low confidence."""
+    bands = confidence_map._bands()
+    if not bands:
+        pytest.skip("no calibration map shipped")
+    weakest = bands[0][0]
+    assert confidence_map.calibrated(weakest / 3) <= weakest / 3 + 0.01
+    assert confidence_map.calibrated(weakest / 3) < confidence_map.calibrated(weakest)
+
+
 def test_switched_off_gives_raw_values(monkeypatch: pytest.MonkeyPatch) -> None:
     confidence_map._bands.cache_clear()
     monkeypatch.setenv("TRAINTRIAGE_CALIBRATION", "off")

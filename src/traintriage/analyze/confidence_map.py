@@ -35,7 +35,10 @@ def calibrated(raw: float) -> float:
     if not bands:
         return raw
     if raw <= bands[0][0]:
-        return round(bands[0][1], 2)
+        # Below the weakest claim the fit saw (weak candidates, a faint second opinion): no
+        # evidence that these are right that often, so scale toward zero instead of clamping.
+        low, low_rate = bands[0]
+        return round(min(raw, raw * low_rate / low) if low > 0 else raw, 2)
     for (low, low_rate), (high, high_rate) in pairwise(bands):
         if raw <= high:
             share = (raw - low) / (high - low) if high > low else 1.0
