@@ -20,6 +20,9 @@ MIN_BYTES_FOR_PROCESSES = 64 << 20
 MIN_SPLIT_BYTES = 128 << 20
 TOTAL_METRIC_POINTS = 8_000
 MIN_METRIC_POINTS = 1
+MAX_JOBS_PER_TASK = 16
+"""Sources a worker scans before it sends their results back: a worker held and pickled
+2,500 small sources' scans at once on a fleet of 20,000 logs (the tree's peak memory)."""
 
 
 Job = tuple[int, Source, bytes | None, int]
@@ -171,7 +174,7 @@ def scan_sources(
     results: list[SourceScan] = []
     with ProcessPoolExecutor(max_workers=min(workers, len(jobs_list)), mp_context=context,
                              initializer=keep_freed_buffers) as pool:
-        for result in pool.map(_scan_one, jobs_list, chunksize=max(1, len(jobs_list) // (workers * 4))):
+        for result in pool.map(_scan_one, jobs_list, chunksize=max(1, min(MAX_JOBS_PER_TASK, len(jobs_list) // (workers * 4)))):
             results.append(result)
             if on_bytes is not None:
                 on_bytes(result.bytes)
