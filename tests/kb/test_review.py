@@ -36,6 +36,13 @@ def test_versions_compare_numerically_not_as_text() -> None:
     assert newest_versions([_entry("a", {"pytorch": "2.9"}), _entry("b", {"pytorch": "2.13"})]) == {"pytorch": "2.13"}
 
 
+def test_a_review_of_a_release_line_covers_its_patch_releases() -> None:
+    warnings = review_warnings([_entry("line", {"python": "3.11", "numpy": "2.4"}),
+                                _entry("patch", {"python": "3.11.7", "numpy": "2.4.6"}),
+                                _entry("older", {"python": "3.10", "numpy": "2.4"})])
+    assert warnings == ["older: reviewed 2026-12-03 against older releases: python 3.10 (the KB names 3.11.7)"]
+
+
 def test_unreviewed_and_outdated_entries_are_reported_and_current_ones_are_not() -> None:
     warnings = review_warnings([
         _entry("current", {"pytorch": "2.15", "nccl": "2.30"}),

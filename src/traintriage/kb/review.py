@@ -21,6 +21,14 @@ def version_key(version: str) -> tuple[int, ...]:
     return tuple(int(part) for part in _NUMBER.findall(version))
 
 
+def is_older(version: str, newest: str) -> bool:
+    """Older at the precision both name: "3.11" is not older than "3.11.7" (a review of the
+    3.11 line covers its patch releases), "2.13" is older than "2.15"."""
+    mine, theirs = version_key(version), version_key(newest)
+    common = min(len(mine), len(theirs))
+    return mine[:common] < theirs[:common]
+
+
 def newest_versions(entries: Iterable[Entry]) -> dict[str, str]:
     """For each system named in any review, the newest release any review names."""
     newest: dict[str, str] = {}
@@ -44,7 +52,7 @@ def review_warnings(entries: Iterable[Entry]) -> list[str]:
             continue
         stale = [f"{system} {version} (the KB names {newest[system]})"
                  for system, version in sorted(entry.reviewed.versions.items())
-                 if version_key(version) < version_key(newest[system])]
+                 if is_older(version, newest[system])]
         if stale:
             warnings.append(f"{entry.id}: reviewed {entry.reviewed.date.isoformat()} against older releases: "
                             + ", ".join(stale))
