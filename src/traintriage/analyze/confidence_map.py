@@ -1,10 +1,11 @@
 """Raw confidence -> how often such a claim was right on the tuning corpora.
 
-The engine's raw confidence orders candidates well but is not a probability: a clear
-signature hit scores 0.99 and was right about nine times in ten on logs from other
-people's issue threads. benchmarks/calibration.py fits monotone bands on the tuning
-corpora (data/calibration.json); a raw value is mapped by interpolating between the
-bands' mean raw confidences, so the order of candidates is kept.
+The engine's raw confidence orders candidates well but is not a probability: a faint
+candidate scores 0.35 and was right about half the time on logs nobody tuned on.
+benchmarks/calibration.py fits monotone bands on the scored corpora, cross-fitted so
+that the figures it reports are measured on claims the fit did not see
+(data/calibration.json); a raw value is mapped by interpolating between the bands'
+mean raw confidences, so the order of candidates is kept.
 TRAINTRIAGE_CALIBRATION=off gives the raw values (what the fit itself needs).
 """
 
@@ -31,7 +32,11 @@ def _bands() -> tuple[tuple[float, float], ...]:
 
 
 def calibrated(raw: float) -> float:
-    bands = _bands()
+    return apply(_bands(), raw)
+
+
+def apply(bands: tuple[tuple[float, float], ...], raw: float) -> float:
+    """Map a raw confidence through fitted bands (mean raw confidence, rate right)."""
     if not bands:
         return raw
     if raw <= bands[0][0]:
