@@ -107,3 +107,16 @@ def test_rules_belong_to_their_owner(store: Store) -> None:
     assert [r.id for r in alert_rules.list_rules(store, "key:1")] == [rule.id]
     assert alert_rules.delete_rule(store, "key:1", rule.id)
     assert alert_rules.list_rules(store, "key:1") == []
+
+
+def test_a_webhook_no_longer_allowed_is_checked_again_at_delivery(
+        notifier: Notifier, store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The rule was accepted while loopback was allowed; at delivery the check runs again and
+    nothing is sent (a name that now resolves inward is caught the same way)."""
+    with http_receiver() as (url, received):
+        rule = alert_rules.create_rule(store, "key:1", RuleSpec("oom", "class", "cuda-oom", webhook_url=url))
+        monkeypatch.delenv("TRAINTRIAGE_WEBHOOK_ALLOW_NETS")
+        diagnosis = store.save_diagnosis(_oom(3, "2.00"), owner="key:1", sources=[])
+        [delivery] = notifier.notify(diagnosis)
+    assert delivery.status == "failed" and "internal address" in (delivery.last_error or "")
+    assert received.requests == [] and rule.id

@@ -23,6 +23,7 @@ from urllib.parse import unquote, urlsplit
 
 import httpx
 
+from traintriage.service import webhook_guard
 from traintriage.service.alert_rules import matching_rules
 from traintriage.service.models import AlertDelivery, AlertRule, AlertSent, DiagnosisRow
 from traintriage.service.store import Store
@@ -179,6 +180,10 @@ class Notifier:
             timestamp = str(int(self.store.clock().timestamp()))
             headers = {"Content-Type": "application/json", TIMESTAMP_HEADER: timestamp,
                        SIGNATURE_HEADER: sign(rule.webhook_secret or "", timestamp, body)}
+        try:
+            webhook_guard.check_url(rule.webhook_url)  # again: the name may resolve elsewhere by now
+        except webhook_guard.ForbiddenTarget as exc:
+            raise DeliveryError(str(exc)) from exc
         try:
             response = self.http.post(rule.webhook_url, content=body, headers=headers)
         except httpx.HTTPError as exc:

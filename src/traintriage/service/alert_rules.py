@@ -17,6 +17,7 @@ import sqlalchemy as sa
 
 from traintriage.service.models import AlertDelivery, AlertRule, DiagnosisRow
 from traintriage.service.store import Store
+from traintriage.service import webhook_guard
 
 MATCH_FIELDS = ("class", "category", "severity", "fingerprint")
 WEBHOOK_FORMATS = ("slack", "json")
@@ -65,6 +66,10 @@ class RuleSpec:
             parts = urlsplit(self.webhook_url)
             if parts.scheme not in ("http", "https") or not parts.hostname or len(self.webhook_url) > 2000:
                 raise RuleError("'webhook_url' must be an http or https URL")
+            try:
+                webhook_guard.check_url(self.webhook_url)
+            except webhook_guard.ForbiddenTarget as exc:
+                raise RuleError(str(exc)) from exc
             if self.webhook_format not in WEBHOOK_FORMATS:
                 raise RuleError("'webhook_format' must be 'slack' or 'json'")
         if self.email is not None and (len(self.email) > 320 or not _EMAIL.fullmatch(self.email)):
