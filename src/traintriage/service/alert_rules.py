@@ -15,9 +15,9 @@ from urllib.parse import urlsplit
 
 import sqlalchemy as sa
 
+from traintriage.service import webhook_guard
 from traintriage.service.models import AlertDelivery, AlertRule, DiagnosisRow
 from traintriage.service.store import Store
-from traintriage.service import webhook_guard
 
 MATCH_FIELDS = ("class", "category", "severity", "fingerprint")
 WEBHOOK_FORMATS = ("slack", "json")
