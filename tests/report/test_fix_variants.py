@@ -42,8 +42,10 @@ def _diagnosis(path: str) -> Diagnosis:
 
 
 def _variants() -> list[tuple[Entry, FixStep]]:
+    """The variants that can lead the fix (a `because` and a condition that selects); the
+    filters are proven by tests/report/test_fix_filters.py."""
     return [(entry, step) for entry in load_kb().entries.values() for step in entry.fix.steps
-            if isinstance(step, FixStep)]
+            if isinstance(step, FixStep) and step.because and step.when.selects]
 
 
 @pytest.mark.parametrize(("entry", "variant"), _variants(), ids=lambda v: v.id if isinstance(v, Entry) else v.step[:40])

@@ -35,7 +35,7 @@ _STACKS: tuple[tuple[str, str], ...] = (
     ("lightning", r"/(?:pytorch_)?lightning/|\bLightning(?:Module)?\b|`Trainer\.fit`"),
     ("vllm", r"/vllm/|\bvLLM\b|\bvllm\.(?:engine|entrypoints)"),
     ("jax", r"/jax/|/jaxlib/|\bXlaRuntimeError\b|\bjax\.errors\b"),
-    ("tensorflow", r"/tensorflow/|\btensorflow/core/|\btf\.errors\."),
+    ("tensorflow", r"/tensorflow/|\btensorflow/(?:core|compiler|tsl)/|\btf\.errors\.|\btensorflow\.python\."),
     ("llama-cpp", r"\bllama_(?:model_load|new_context|init_from)|\bggml_(?:cuda|backend)|\bllama\.cpp\b"),
     ("lua-torch", r"\.lua:\d+:|\bluajit\b|/torch/install/share/lua/"),
     ("ddp", r"DistributedDataParallel|/nn/parallel/distributed\.py|\bReducer\b"),
@@ -49,6 +49,33 @@ _LAUNCHERS: tuple[tuple[str, str], ...] = (
     ("slurm", r"\bsrun: |slurmstepd: |\bSLURM_JOB_ID\b"),
     ("mpirun", r"\bmpirun\b|<std(?:out|err)>:|\bPRRTE\b|\bORTE\b"),
 )
+# PyTorch's own marks, for a log that also names Lua Torch (whose paths and `torch.CudaTensor`
+# match the loose pattern above).
+_PYTORCH_STRICT = (r"(?:site|dist)-packages/torch/|\[rank\d+\]:|\bProcessGroup(?:NCCL|Gloo)\b|\btorch\.distributed\b|"
+                   r"\btorch\.(?:cuda\.)?OutOfMemoryError\b|\btorch\.nn\.modules\b")
+_TORCH_BASED = frozenset({"ddp", "fsdp", "deepspeed", "hf-trainer", "accelerate", "lightning", "megatron", "vllm"})
+"""Stacks that run on PyTorch: a run on one of them is a PyTorch run for `when: {stack: pytorch}`."""
+
+# Remedies the log shows in use, each (name, pattern, advice): a line matching the pattern
+# counts unless it also matches the advice pattern - the message that recommends the remedy
+# (the OOM hint naming expandable_segments, NCCL errors saying "run with NCCL_DEBUG=INFO").
+_REMEDIES: tuple[tuple[str, str, str | None], ...] = (
+    # torch/autograd/anomaly_mode.py warns on entering detect_anomaly(); with anomaly mode on,
+    # python_anomaly_mode.cpp prints the forward traceback and the engine's NaN check raises.
+    ("anomaly-mode", r"Anomaly Detection has been enabled\.|Error detected in \w+\. Traceback of forward call|"
+                     r"Function '\w+' returned nan values in its \d+(?:st|nd|rd|th) output", None),
+    # ProcessGroupGloo::monitoredBarrier's messages, or the call in a traceback.
+    ("monitored-barrier", r"monitoredBarrier|\bin monitored_barrier\b|\bmonitored_barrier\(", None),
+    # ProcessGroupNCCL's start-up line (`TORCH_NCCL_ASYNC_ERROR_HANDLING: 3`), an environment
+    # dump, or the teardown it causes on a watchdog error.
+    ("async-error-handling", r"\b(?:TORCH_)?NCCL_ASYNC_ERROR_HANDLING\s?[:=]\s?['\"]?[123]\b|"
+                             r"we are taking the entire process down", None),
+    # INFO-level NCCL lines are printed only with NCCL_DEBUG=INFO (or TRACE).
+    ("nccl-debug-info", r"NCCL INFO |\bNCCL_DEBUG\s?[:=]\s?['\"]?(?:INFO|TRACE)\b", r"run with NCCL_DEBUG"),
+    ("expandable-segments", r"expandable_segments\s?:\s?['\"]?True",
+     r"try setting|to avoid fragmentation|If reserved but unallocated"),
+)
+
 _NCCL = r"\bNCCL\b|ProcessGroupNCCL|\bnccl[A-Z]\w+|backend\s?[=:]\s?['\"]?nccl\b"
 _GLOO = r"(?i:\bgloo\b)|ProcessGroupGloo|backend\s?[=:]\s?['\"]?(?i:gloo)\b"
 _MPI = r"ProcessGroupMPI|backend\s?[=:]\s?['\"]?mpi\b|\bMPI_ERR_\w+"
@@ -120,13 +147,19 @@ class RunFacts:
     ranks_failed: int = 0
     all_ranks_same: bool | None = None
     """Every rank of the run failed with the same message at the same frame (code or environment)."""
+    already: list[str] = field(default_factory=list)
+    """Remedies the log shows in use (`anomaly-mode`, `nccl-debug-info`, ...): advice to turn
+    them on does not fit this run."""
 
     def value(self, name: str) -> list[str]:
         """The fact's values as strings, for matching `when` conditions; [] when unknown."""
         if name == "phase" and self.phase == "first-step":
             return ["first-step", "step"]
         if name == "stack":
-            return list(self.stack)
+            implied = ["pytorch"] if set(self.stack) & _TORCH_BASED and "pytorch" not in self.stack else []
+            return list(self.stack) + implied
+        if name in ("already", "not_already"):
+            return list(self.already)
         value = getattr(self, name)
         return [] if value is None else [str(value).lower() if isinstance(value, bool) else str(value)]
 
@@ -164,8 +197,11 @@ def run_facts(
     points: list[MetricPoint],
     seen_ranks: set[int],
 ) -> RunFacts:
-    joined = "\n".join(kept_texts(scans))
+    texts = kept_texts(scans)
+    joined = "\n".join(texts)
     stack = [name for name, pattern in _STACKS if _rx(pattern).search(joined)]
+    if "lua-torch" in stack and "pytorch" in stack and not _rx(_PYTORCH_STRICT).search(joined):
+        stack.remove("pytorch")
     launcher = next((name for name, pattern in _LAUNCHERS if _rx(pattern).search(joined)), None)
     phase, reason, step = _phase(root, entry, traceback, points)
     world = _world_size(joined, seen_ranks)
@@ -179,7 +215,20 @@ def run_facts(
     return RunFacts(stack=stack, launcher=launcher, backend=_backend(joined), phase=phase, phase_reason=reason,
                     step=step, dtype=_dtype(root, joined),
                     platform=next((name for name, p in _PLATFORMS if _rx(p).search(joined)), None), zero_stage=zero,
-                    world_size=world, single_node=single, ranks_failed=failed, all_ranks_same=same)
+                    world_size=world, single_node=single, ranks_failed=failed, all_ranks_same=same,
+                    already=remedies_in_use(texts, joined))
+
+
+def remedies_in_use(texts: list[str], joined: str | None = None) -> list[str]:
+    """The remedies some kept line shows in use; a line that only recommends one does not count."""
+    joined = "\n".join(texts) if joined is None else joined
+    found = []
+    for name, pattern, advice in _REMEDIES:
+        if not _rx(pattern).search(joined):
+            continue
+        if advice is None or any(_rx(pattern).search(text) and not _rx(advice).search(text) for text in texts):
+            found.append(name)
+    return found
 
 
 def _dtype(root: Candidate | None, joined: str) -> str | None:

@@ -12,7 +12,7 @@ from traintriage.errors import KnowledgeBaseError
 from traintriage.kb.loader import ENTRIES_DIR, EXAMPLES_DIR, check_links, entry_files, parse_entry
 from traintriage.kb.reporttext import report_text_problems
 from traintriage.kb.review import review_warnings
-from traintriage.kb.schema import Entry, Role
+from traintriage.kb.schema import FACT_VALUES, Entry, FixCode, FixStep, Role, unknown_values
 
 MIN_POSITIVES = 2
 MIN_NEGATIVES = 1
@@ -84,6 +84,32 @@ def lint_entry(entry: Entry, healthy: list[str] | None = None) -> list[str]:
     if entry.id in entry.explains:
         problems.append(f"{entry.id}: explains itself")
     problems.extend(report_text_problems(entry))
+    problems.extend(variant_problems(entry))
+    return problems
+
+
+def variant_problems(entry: Entry) -> list[str]:
+    """Fix variants whose condition cannot work as written: no condition, a fact value the
+    facts never take, a `because` the report can never show (a condition that only drops),
+    a remedy required and excluded at once."""
+    problems = []
+    variants: list[tuple[str, FixStep | FixCode]] = [
+        (f"fix.steps[{number}]", step) for number, step in enumerate(entry.fix.steps, 1) if isinstance(step, FixStep)]
+    variants += [(f"fix.code_variants.{stack}[{number}]", code)
+                 for stack, codes in entry.fix.code_variants.items() for number, code in enumerate(codes, 1)]
+    for name, variant in variants:
+        when = variant.when
+        if not when.selects and not when.values("not_already"):
+            problems.append(f"{entry.id}: {name} has an empty `when`; write the step without it")
+        for fact in FACT_VALUES:
+            problem = unknown_values(fact, when.values(fact))
+            if problem:
+                problems.append(f"{entry.id}: {name}: {problem}")
+        if variant.because and not when.selects:
+            problems.append(f"{entry.id}: {name}: `because` is never shown - `not_already` alone only drops the step")
+        both = set(when.values("already")) & set(when.values("not_already"))
+        if both:
+            problems.append(f"{entry.id}: {name}: {sorted(both)} both required and excluded")
     return problems
 
 

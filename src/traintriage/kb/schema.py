@@ -137,46 +137,81 @@ STACKS = frozenset(
 )
 
 
+REMEDIES = frozenset({"anomaly-mode", "monitored-barrier", "async-error-handling", "nccl-debug-info",
+                      "expandable-segments"})
+"""Remedies the log can show already in use (analyze/facts.py, `RunFacts.already`)."""
+
 FACT_VALUES: dict[str, frozenset[str]] = {
     "phase": frozenset({"setup", "model-load", "first-step", "step", "eval", "checkpoint", "shutdown"}),
     "stack": frozenset({"pytorch", "ddp", "fsdp", "deepspeed", "hf-trainer", "accelerate", "lightning", "megatron",
                         "vllm", "jax", "tensorflow", "llama-cpp", "lua-torch"}),
+    "launcher": frozenset({"torchrun", "deepspeed", "accelerate", "slurm", "mpirun"}),
     "dtype": frozenset({"fp32", "fp16", "bf16", "fp8"}),
     "backend": frozenset({"nccl", "gloo", "mpi", "rccl"}),
+    "already": REMEDIES,
+    "not_already": REMEDIES,
 }
-"""The facts of a run (analyze/facts.py) a fix variant may be conditioned on, and their values."""
+"""The conditions a fix variant may state (facts of the run, analyze/facts.py) and their values.
+
+`already` and `not_already` name remedies the log shows in use (anomaly detection's own
+warnings, NCCL INFO lines, `expandable_segments:True` in the environment...); unlike the
+other facts these are never unknown: a remedy the log does not show is taken as not in use."""
 
 
 @dataclass(frozen=True, kw_only=True)
 class When(Strict):
     """Conditions on the facts of the run; each names one value or several (any of them).
+
     A variant applies when every stated fact is known and matches; it contradicts the run
-    when a stated fact is known and differs; an unknown fact neither selects nor drops it."""
+    when a stated fact is known and differs; an unknown fact neither selects nor drops it.
+    `already: X` holds when the log shows every named remedy in use (a step that reads what
+    the remedy printed) and contradicts otherwise. `not_already: X` only drops: the step
+    (advice to turn X on) is left out when the log shows any named remedy in use, and the
+    condition never makes a step lead."""
 
     phase: str | list[str] | None = None
     stack: str | list[str] | None = None
+    launcher: str | list[str] | None = None
     dtype: str | list[str] | None = None
     backend: str | list[str] | None = None
+    already: str | list[str] | None = None
+    not_already: str | list[str] | None = None
     all_ranks_same: bool | None = None
 
     def __post_init__(self) -> None:
-        for name, allowed in FACT_VALUES.items():
-            unknown = set(self.values(name)) - allowed
-            if unknown:
-                raise ValueError(f"when.{name}: unknown value(s) {sorted(unknown)}; use one of {sorted(allowed)}")
+        for name in FACT_VALUES:
+            problem = unknown_values(name, self.values(name))
+            if problem:
+                raise ValueError(problem)
 
     def values(self, name: str) -> list[str]:
         value = getattr(self, name)
         return [] if value is None else [value] if isinstance(value, str) else list(value)
 
+    @property
+    def selects(self) -> bool:
+        """Whether some condition can choose the variant (`not_already` alone only drops it)."""
+        return any(self.values(name) for name in FACT_VALUES if name != "not_already") or \
+            self.all_ranks_same is not None
+
+
+def unknown_values(name: str, values: list[str]) -> str | None:
+    """What is wrong with a condition's values (for the schema and `kb lint`); None when all are known."""
+    allowed = FACT_VALUES[name]
+    unknown = sorted(set(values) - allowed)
+    return f"when.{name}: unknown value(s) {unknown}; use one of {sorted(allowed)}" if unknown else None
+
 
 @dataclass(frozen=True, kw_only=True)
 class FixStep(Strict):
-    """A fix step for some runs only; `because` ends "because ..." in the report."""
+    """A fix step for some runs only. With `because` (the report's reason, after the word
+    "because") it leads the fix when its facts match. Without it the condition only filters:
+    the step keeps its place when the facts fit or are unknown and is left out when they
+    contradict (a PyTorch DataLoader step for a llama.cpp process)."""
 
     step: Text
     when: When
-    because: Text
+    because: Text = ""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -185,7 +220,7 @@ class FixCode(Strict):
 
     code: Text
     when: When
-    because: Text
+    because: Text = ""
 
 
 @dataclass(frozen=True, kw_only=True)

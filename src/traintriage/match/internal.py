@@ -118,6 +118,15 @@ INTERNAL_PATTERNS: tuple[InternalPattern, ...] = (
         r"\bbackend\s?[=:]\s?['\"]?(?:nccl|gloo|mpi)\b|Distributed environment: )",
         64,
     ),
+    # Lines that show a remedy already in use (analyze/facts.py `_REMEDIES`): anomaly mode's
+    # start-up warning, NCCL's INFO lines (once-per-rank ones only: INFO logs are long),
+    # ProcessGroupNCCL's environment line, an allocator setting, a monitored barrier.
+    InternalPattern(
+        Internal.run_fact,
+        r"(?:Anomaly Detection has been enabled|NCCL INFO (?:Bootstrap|cudaDriverVersion|NET/(?:Socket|IB|Plugin))|"
+        r"NCCL_ASYNC_ERROR_HANDLING|expandable_segments:|NCCL_DEBUG=|monitoredBarrier)",
+        32,
+    ),
     # Failure evidence that needs no Python traceback: a C++ exception that terminated the
     # process, glog fatal/check-failure and error-level lines of C++ code (PyTorch, TF,
     # JAX/XLA; their start-up noise is excused in analyze/salient.py), NCCL warnings of a

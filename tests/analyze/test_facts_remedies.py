@@ -1,0 +1,88 @@
+"""Facts the fix variants filter on: the stack of non-Python tools, and remedies the log shows
+already in use (a line that only recommends a remedy does not count)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from traintriage.analyze.facts import kept_texts, remedies_in_use
+from traintriage.pipeline import diagnose, run_bytes
+
+
+def _facts(tmp_path: Path, text: str):  # type: ignore[no-untyped-def]
+    path = tmp_path / "job.log"
+    path.write_text(text)
+    diagnosis = diagnose([str(path)])
+    assert diagnosis.facts is not None
+    return diagnosis.facts
+
+
+OOM_HINT = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of "
+            "79.25 GiB of which 1.10 GiB is free. Including non-PyTorch memory, this process has 78.14 GiB memory in "
+            "use. Of the allocated memory 70.02 GiB is allocated by PyTorch, and 6.61 GiB is reserved by PyTorch but "
+            "unallocated. If reserved but unallocated memory is large try setting "
+            "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.  See documentation for Memory "
+            "Management  (https://pytorch.org/docs/stable/notes/cuda.html#environment-variables)")
+
+
+def test_advice_printed_by_the_failure_is_not_a_remedy_in_use() -> None:
+    assert remedies_in_use([OOM_HINT]) == []
+    assert remedies_in_use(["torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/"
+                            "NCCLUtils.hpp:317, unhandled system error (run with NCCL_DEBUG=INFO for details), "
+                            "NCCL version 2.21.5"]) == []
+
+
+def test_remedies_in_use_from_the_lines_that_show_them() -> None:
+    lines = [
+        "+ export PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True",
+        "gpu-a07:81231:81231 [0] NCCL INFO Bootstrap : Using ib0:10.12.0.7<0>",
+        "/workspace/train.py:88: UserWarning: Anomaly Detection has been enabled. This mode will increase the runtime "
+        "and should only be enabled for debugging.",
+        "[rank0]:[I1202 09:00:01.000000 4410 ProcessGroupNCCL.cpp:951] [PG ID 0 PG GUID 0 Rank 0] ProcessGroupNCCL "
+        "environments: NCCL version: 2.21.5, TORCH_NCCL_ASYNC_ERROR_HANDLING: 3, TORCH_NCCL_ENABLE_TIMING: 0",
+        '  File "/usr/lib/python3/dist-packages/torch/distributed/distributed_c10d.py", line 4720, in monitored_barrier',
+    ]
+    assert sorted(remedies_in_use(lines)) == ["anomaly-mode", "async-error-handling", "expandable-segments",
+                                              "monitored-barrier", "nccl-debug-info"]
+    assert remedies_in_use(["TORCH_NCCL_ASYNC_ERROR_HANDLING=0 torchrun --nproc-per-node 8 train.py"]) == []
+
+
+def test_a_start_up_line_far_from_the_failure_is_still_read() -> None:
+    progress = "".join(f"step {i} loss {2.0 - i / 1000:.4f}\n" for i in range(1, 400))
+    text = "+ export PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True\n" + progress + OOM_HINT + "\n"
+    run, _ = run_bytes([("job.log", text.encode())])
+    assert remedies_in_use(kept_texts(run.scans)) == ["expandable-segments"]
+    without, _ = run_bytes([("job.log", (progress + OOM_HINT + "\n").encode())])
+    assert remedies_in_use(kept_texts(without.scans)) == []
+
+
+def test_llama_cpp_is_recognised_from_its_own_lines(tmp_path: Path) -> None:
+    facts = _facts(tmp_path, (
+        "ggml_cuda_init: failed to initialize CUDA: CUDA-capable device(s) is/are busy or unavailable\n"
+        "warning: no usable GPU found, --gpu-layers option will be ignored\n"
+        "llama_model_loader: loaded meta data with 29 key-value pairs and 339 tensors from /models/m.gguf\n"))
+    assert facts.stack == ["llama-cpp"]
+
+
+def test_lua_torch_paths_do_not_make_a_pytorch_run(tmp_path: Path) -> None:
+    facts = _facts(tmp_path, (
+        "/home/u/torch/install/bin/luajit: cuda runtime error (2) : out of memory at "
+        "/tmp/luarocks_cutorch-scm-1-4113/cutorch/lib/THC/generic/THCStorage.cu:66\n"
+        "stack traceback:\n"
+        "\t[C]: in function 'resize'\n"
+        "\t/home/u/torch/install/share/lua/5.1/nn/SpatialConvolution.lua:96: in function 'updateOutput'\n"
+        "\ttrain.lua:120: in function 'opfunc'\n"))
+    assert "lua-torch" in facts.stack and "pytorch" not in facts.stack
+
+
+def test_tensorflow_and_jax_are_recognised(tmp_path: Path) -> None:
+    tf = _facts(tmp_path, (
+        "2026-11-30 10:02:19.873120: E tensorflow/compiler/xla/stream_executor/cuda/cuda_dnn.cc:434] Could not "
+        "create cudnn handle: CUDNN_STATUS_INTERNAL_ERROR\n"
+        "tensorflow.python.framework.errors_impl.UnimplementedError: Graph execution error:\n"))
+    assert tf.stack == ["tensorflow"]
+    jax = _facts(tmp_path, (
+        '  File "/opt/venv/lib/python3.11/site-packages/jax/_src/interpreters/pxla.py", line 1285, in __call__\n'
+        "jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: Out of memory while trying to allocate "
+        "17179869184 bytes.\n"))
+    assert jax.stack == ["jax"]
