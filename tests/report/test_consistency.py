@@ -175,3 +175,101 @@ def test_a_launcher_root_cause_naming_a_victim_is_overridden_out_loud(tmp_path: 
     assert diagnosis.initiating_rank == 1
     assert any("Root Cause (first observed failure)" in note and "rank 0 is collateral" in note
                for note in diagnosis.notes), diagnosis.notes
+
+
+def _watchdog_run(tmp_path: Path, steps: int) -> str:
+    """Two ranks log steps 1..steps, then both time out in the next all_reduce."""
+    lines = [f"[rank{r}]:[2026-12-02 10:05:{s:02d},000] INFO train: step {s} loss {2.5 - s / 100:.3f}\n"
+             for s in range(1, steps + 1) for r in (0, 1)]
+    return _log(tmp_path, "job.out", "".join(lines) + "".join(WATCHDOG.format(r=r, ms=r) for r in (0, 1)))
+
+
+def test_a_hang_stopped_making_progress_after_the_last_step_it_did_not_fail_at_it(tmp_path: Path) -> None:
+    diagnosis = diagnose([_watchdog_run(tmp_path, 17)])
+    assert diagnosis.root_cause is not None and diagnosis.root_cause.id == "nccl-watchdog-timeout"
+    assert diagnosis.facts is not None and diagnosis.facts.stalled and diagnosis.facts.step == 17
+    run = next(line for line in render_text(diagnosis).splitlines() if line.startswith("Run"))
+    assert "stopped making progress after step 17" in run and "failed at step" not in run
+    assert "stopped making progress after step 17" in render_markdown(diagnosis)
+
+
+def test_a_crash_at_a_step_still_failed_at_it(tmp_path: Path) -> None:
+    text = "".join(f"[rank1]:[2026-12-02 10:05:{s:02d},000] INFO train: step {s} loss 2.1\n" for s in (39, 40))
+    diagnosis = diagnose([_log(tmp_path, "job.out", text + _traceback(1, 88, OOM))])
+    assert diagnosis.root_cause is not None and diagnosis.root_cause.id == "cuda-oom"
+    assert diagnosis.facts is not None and not diagnosis.facts.stalled
+    assert "failed at step 40" in render_text(diagnosis)
+
+
+def test_phase_words_for_a_stall_and_a_failure() -> None:
+    from traintriage.report.model import Facts
+    from traintriage.report.render import facts_line
+
+    assert facts_line(Facts(phase="step", step=9, stalled=True)) == "stopped making progress after step 9"
+    assert facts_line(Facts(phase="step", step=9)) == "failed at step 9"
+    assert facts_line(Facts(phase="setup", stalled=True)) == "stopped making progress during setup"
+    assert facts_line(Facts(phase="model-load", stalled=True)) == "stopped making progress while loading the model"
+
+
+def test_every_hang_and_collective_timeout_class_reads_as_a_stall() -> None:
+    from traintriage.kb.loader import load_kb
+    from traintriage.report.consistency import is_stall
+
+    kb = load_kb()
+    for entry_id in ("training-hang", "nccl-watchdog-timeout", "gloo-collective-timeout", "monitored-barrier-timeout",
+                     "nccl-heartbeat-monitor-timeout"):
+        assert is_stall(kb.entries[entry_id]), entry_id
+    for entry_id in ("cuda-oom", "cuda-illegal-memory-access", "nccl-remote-error"):
+        if entry_id in kb.entries:
+            assert not is_stall(kb.entries[entry_id]), entry_id
+
+
+def test_torchruns_local_rank_is_mapped_to_the_global_rank_or_not_used() -> None:
+    from traintriage.analyze.facts import RunFacts
+    from traintriage.analyze.ranks import SuspectRank
+    from traintriage.report.consistency import LOCAL_RANK_REASON, local_rank_mapped
+
+    agent = SuspectRank(1, "node-b", f"{LOCAL_RANK_REASON} 1 fail first (exitcode 1)")
+    peer = SuspectRank(6, None, "named as the faulty rank by its peers (3 lines)")
+    mapped = local_rank_mapped([agent, peer], RunFacts(single_node=False), {1: 5})
+    assert [s.rank for s in mapped] == [5, 6] and "(global rank 5)" in mapped[0].reason
+    assert [s.rank for s in local_rank_mapped([agent, peer], RunFacts(single_node=False), {})] == [6]
+    assert [s.rank for s in local_rank_mapped([agent], RunFacts(single_node=True), {})] == [1]
+
+
+def test_on_a_second_node_torchruns_local_rank_is_not_named_as_the_global_rank(tmp_path: Path) -> None:
+    """Node 1 of two (4 workers each): its agent names local_rank 1, which is global rank 5."""
+    text = ("[2026-12-02 10:00:00,000] launcher: torchrun --nnodes=2 --nproc-per-node=4 --node-rank=1 train.py\n"
+            + _traceback(5, 88, OOM)
+            + "E1202 10:15:09.100000 4242 torch/distributed/elastic/multiprocessing/api.py:882] failed "
+              "(exitcode: 1) local_rank: 1 (pid: 5121) of binary: /opt/conda/bin/python3\n")
+    diagnosis = diagnose([_log(tmp_path, "node1.out", text)])
+    assert diagnosis.root_cause is not None and diagnosis.root_cause.id == "cuda-oom"
+    assert diagnosis.initiating_rank == 5
+    assert all(s.rank != 1 for s in diagnosis.suspects)
+
+
+def test_every_rank_failing_alike_says_code_or_environment_in_every_view(tmp_path: Path) -> None:
+    error = "AttributeError: 'Config' object has no attribute 'warmup_ratio'"
+    diagnosis = diagnose([_log(tmp_path, "job.out", "".join(_traceback(rank, 64, error) for rank in range(4)))])
+    assert "First failed" not in render_text(diagnosis)
+    for view in (render_text(diagnosis), render_markdown(diagnosis)):
+        assert "code or the environment, not of one node" in " ".join(view.split())
+
+
+def test_your_code_is_never_the_launchers_frame(tmp_path: Path) -> None:
+    """torchrun's own traceback (its console script, then torch/distributed/run.py in
+    site-packages) holds no user frame: the report shows no "Your code"."""
+    text = ("Traceback (most recent call last):\n"
+            '  File "/opt/conda/bin/torchrun", line 8, in <module>\n'
+            "    sys.exit(main())\n"
+            '  File "/opt/conda/lib/python3.11/site-packages/torch/distributed/run.py", line 1010, in main\n'
+            "    run(args)\n"
+            '  File "/opt/conda/lib/python3.11/site-packages/torch/distributed/elastic/rendezvous/'
+            'static_tcp_rendezvous.py", line 67, in next_rendezvous\n'
+            "    self._store = TCPStore(\n"
+            "torch.distributed.DistStoreError: Timed out after 901 seconds waiting for clients. 1/2 clients joined.\n")
+    diagnosis = diagnose([_log(tmp_path, "node0.out", text)])
+    assert diagnosis.root_cause is not None and diagnosis.root_cause.id == "rendezvous-timeout"
+    assert diagnosis.root_cause.user_frame is None
+    assert "Your code" not in render_text(diagnosis)

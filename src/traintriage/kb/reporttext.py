@@ -10,11 +10,14 @@ import re
 
 from traintriage.kb.schema import FACT_VALUES, Entry, FixCode, FixStep, When
 
-# A placeholder left in prose: a lone capital X/N/M/Y/Z standing for a number or name, or an
-# angle-bracket slot (`<repo>`). Inside backticks a slot is a command to complete, so code
-# spans are removed first.
+# A placeholder left in prose: a lone capital X/N/M/Y/Z standing for a number or name, N with a
+# unit (`Nms`, `N GiB` is a number left out), or an angle-bracket slot (`<repo>`). Inside
+# backticks a slot is a command to complete, so code spans are removed first.
 _CODE_SPAN = re.compile(r"`[^`]*`")
-_PLACEHOLDER = re.compile(r"(?<![\w./\-=])(?:[XNMYZ]|NNNN|<[A-Za-z_][\w -]{0,30}>)(?![\w/])")
+_PLACEHOLDER = re.compile(r"(?<![\w./\-=])(?:[XNMYZ]|NNNN|N(?:ms|s|[KMGT]i?B)|<[A-Za-z_][\w -]{0,30}>)(?![\w/])")
+# A size or a duration in a title or a report summary is one run's number: the entry speaks of
+# every run, and the run's own figures are in the evidence.
+_RUN_MEASURE = re.compile(r"\b\d+(?:\.\d+)? ?(?:[KMGT]i?B|ms)\b")
 _ABBREVIATION = re.compile(r"\b(?:e\.g|i\.e|etc|vs|cf|approx|incl)\.", re.I)
 
 
@@ -31,8 +34,8 @@ def is_one_sentence(text: str) -> bool:
 
 def shown_texts(entry: Entry) -> list[tuple[str, str]]:
     """(field, text) of everything a report can show from the entry."""
-    texts = [("report_summary", entry.report_summary or ""), ("fix.summary", entry.fix.summary),
-             ("verify", entry.verify)]
+    texts = [("title", entry.title), ("report_summary", entry.report_summary or ""),
+             ("fix.summary", entry.fix.summary), ("verify", entry.verify)]
     for number, step in enumerate(entry.fix.steps, 1):
         if isinstance(step, FixStep):
             texts += [(f"fix.steps[{number}]", step.step), (f"fix.steps[{number}].because", step.because)]
@@ -51,6 +54,10 @@ def report_text_problems(entry: Entry) -> list[str]:
         slots = placeholders(text)
         if slots:
             problems.append(f"{entry.id}: {name} has unfilled placeholder(s) {slots} outside code")
+    for name, text in (("title", entry.title), ("report_summary", entry.report_summary or "")):
+        measures = _RUN_MEASURE.findall(_CODE_SPAN.sub("", text))
+        if measures:
+            problems.append(f"{entry.id}: {name} quotes one run's figures {measures}; leave them to the evidence")
     if not any(isinstance(step, str) for step in entry.fix.steps):
         problems.append(f"{entry.id}: fix.steps needs at least one step without `when` (it applies to every run)")
     for variant in _variants(entry):

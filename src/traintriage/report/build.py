@@ -3,7 +3,9 @@ run, the fix chosen for them and the consistency rules (report/consistency.py) a
 
 from __future__ import annotations
 
+import functools
 import re
+import warnings
 
 from traintriage.analyze.engine import Analysis
 from traintriage.analyze.facts import RunFacts, kept_texts, run_facts
@@ -11,7 +13,7 @@ from traintriage.analyze.observations import Observation, same_rank_context
 from traintriage.analyze.scoring import Candidate
 from traintriage.ingest.sources import Source
 from traintriage.kb.loader import KnowledgeBase
-from traintriage.kb.schema import Entry
+from traintriage.kb.schema import Entry, Role
 from traintriage.match.scan import SourceScan
 from traintriage.parse.prefix import parse_prefix
 from traintriage.parse.traceback import Frame, parse_traceback
@@ -50,18 +52,47 @@ def own_time(observation: Observation) -> str | None:
     return stamp.isoformat().replace("+00:00", "Z") if stamp is not None else None
 
 
-def evidence_of(observation: Observation) -> Evidence:
+def evidence_of(observation: Observation, entry: Entry | None = None) -> Evidence:
+    text = observation.hit.text.strip()
     return Evidence(
         source=observation.source_name,
         line=max(1, observation.hit.line),
         rank=observation.rank,
         host=observation.host,
         time=own_time(observation),
-        text=observation.hit.text.strip(),
+        text=text,
+        matched=matched_span(text, entry) if entry is not None else None,
     )
 
 
-def _evidence(candidate: Candidate) -> list[Evidence]:
+def matched_span(text: str, entry: Entry) -> list[int] | None:
+    """Where the entry's signature matched the line (root signatures first, then supporting and
+    collateral ones: a hang's evidence is the timeouts it causes): what a shortened quote of the
+    line must keep. Python `re` runs here only on a kept line, which the scan caps at a few
+    thousand characters."""
+    for signature in sorted(entry.signatures, key=lambda sig: _ROLE_ORDER[sig.role]):
+        pattern = _python_pattern(signature.pattern)
+        match = pattern.search(text) if pattern is not None else None
+        if match is not None and match.end() > match.start():
+            return [match.start(), match.end()]
+    return None
+
+
+_ROLE_ORDER = {Role.root: 0, Role.supporting: 1, Role.collateral: 2}
+
+
+@functools.lru_cache(maxsize=512)
+def _python_pattern(regex: str) -> re.Pattern[str] | None:
+    """The RE2 signature as a Python pattern; None for the few RE2 forms Python reads otherwise."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            return re.compile(regex)
+    except (re.error, FutureWarning, DeprecationWarning):
+        return None
+
+
+def _evidence(candidate: Candidate, entry: Entry) -> list[Evidence]:
     """The first line of each rank involved, earliest first (lines naming a rank before
     launcher summaries that do not), a few at most."""
     chosen: list[Observation] = []
@@ -73,7 +104,7 @@ def _evidence(candidate: Candidate) -> list[Evidence]:
         chosen.append(observation)
         if len(chosen) >= MAX_EVIDENCE:
             break
-    return [evidence_of(o) for o in chosen]
+    return [evidence_of(o, entry) for o in chosen]
 
 
 def _ranks_of(candidate: Candidate) -> list[int]:
@@ -95,11 +126,12 @@ def _timeline(analysis: Analysis) -> list[TimelineEvent]:
     return consistency.unique_rows([event for _, event in events])[:MAX_TIMELINE]
 
 
-def _facts_out(facts: RunFacts, environment: dict[str, str]) -> Facts:
+def _facts_out(facts: RunFacts, environment: dict[str, str], entry: Entry) -> Facts:
     return Facts(stack=facts.stack, launcher=facts.launcher, backend=facts.backend, phase=facts.phase,
                  phase_reason=facts.phase_reason, step=facts.step, dtype=facts.dtype, platform=facts.platform,
                  zero_stage=facts.zero_stage, world_size=facts.world_size, ranks_failed=facts.ranks_failed,
-                 all_ranks_same=facts.all_ranks_same, versions=dict(environment))
+                 all_ranks_same=facts.all_ranks_same, stalled=consistency.is_stall(entry),
+                 versions=dict(environment))
 
 
 def _user_frame(analysis: Analysis, scans: list[SourceScan], rank: int | None) -> Frame | None:
@@ -225,7 +257,7 @@ def build_diagnosis(
         severity=entry.severity.value,
         confidence=analysis.confidence.get(entry.id, 0.0),
         summary=entry.summary,
-        evidence=_evidence(root),
+        evidence=_evidence(root, entry),
         exception=(traceback.chained_from or traceback.exception) if traceback else None,
         user_frame=UserFrame(file=frame.file, line=frame.line, function=frame.function) if frame else None,
         report_summary=entry.report_summary or first_sentence(entry.summary),
@@ -254,7 +286,7 @@ def build_diagnosis(
         fix=_fix(entry, facts),
         verify=entry.verify,
         environment=analysis.environment,
-        facts=_facts_out(facts, analysis.environment),
+        facts=_facts_out(facts, analysis.environment, entry),
         notes=verdict.notes + backend_notes,
         warnings=warnings,
         stats=stats,

@@ -24,6 +24,8 @@ WAITING_CLASSES = frozenset({"nccl-watchdog-timeout", "nccl-remote-error", "gloo
                              "store-connection-lost", "rendezvous-closed"})
 """Classes whose lines a rank prints while waiting for a peer: the rank printing them is a victim."""
 LOCAL_RANK_REASON = "torchrun agent saw local_rank"
+STALL_TAGS = frozenset({"hang", "stall", "deadlock", "no-progress"})
+"""Tags of classes in which the run stopped making progress rather than failing at a step."""
 
 
 @dataclass
@@ -31,6 +33,12 @@ class RankVerdict:
     initiating: int | None
     failed: list[int]
     notes: list[str] = field(default_factory=list)
+
+
+def is_stall(entry: Entry) -> bool:
+    """A hang or a collective/data timeout: the last step logged is the last one that finished,
+    so the report says the run stopped making progress after it, not that it failed at it."""
+    return bool(STALL_TAGS & set(entry.tags)) or (entry.category.value == "distributed" and entry.id.endswith("-timeout"))
 
 
 def without_initiator(collateral: list[Collateral], initiating: int | None) -> list[Collateral]:

@@ -58,6 +58,9 @@ class Evidence:
     host: str | None = None
     time: str | None = None
     text: str
+    matched: list[int] | None = None
+    """[start, end) of the part of `text` the failure class's signature matched: a view that
+    shortens the line keeps this part."""
 
 
 @dataclass(kw_only=True)
@@ -165,6 +168,9 @@ class Facts:
     ranks_failed: int = 0
     all_ranks_same: bool | None = None
     """Every rank failed with the same error at the same frame: code or environment, not one node."""
+    stalled: bool = False
+    """The failure is a hang or a timeout: the run stopped making progress after `step`; it did
+    not fail at that step."""
     versions: dict[str, str] = field(default_factory=dict)
     """Versions and hardware the log names (torch, cuda, nccl, deepspeed, transformers, driver, gpu)."""
 

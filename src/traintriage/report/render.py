@@ -63,12 +63,24 @@ def facts_line(facts: Facts | None) -> str | None:
 _VERSION_NAMES = {"cuda": "CUDA", "nccl": "NCCL", "rocm": "ROCm", "deepspeed": "DeepSpeed", "python": "Python"}
 
 
+_PHASE_WORDS = {"setup": "during setup", "model-load": "loading the model", "first-step": "in the first step",
+                "eval": "in evaluation", "checkpoint": "in checkpointing", "shutdown": "at shutdown"}
+
+
 def _phase_words(facts: Facts) -> str:
+    """`failed at step 40`; for a hang or timeout, `stopped making progress after step 40`: the
+    step logged last is the last one that finished, not the one that failed."""
+    verb = "stopped making progress" if facts.stalled else "failed"
     if facts.phase == "step":
-        return f"failed at step {facts.step}" if facts.step is not None else "failed in a training step"
-    return {"setup": "failed during setup", "model-load": "failed loading the model",
-            "first-step": "failed in the first step", "eval": "failed in evaluation",
-            "checkpoint": "failed in checkpointing", "shutdown": "failed at shutdown"}.get(facts.phase or "", "")
+        if facts.step is None:
+            return f"{verb} in a training step"
+        return f"{verb} after step {facts.step}" if facts.stalled else f"{verb} at step {facts.step}"
+    words = _PHASE_WORDS.get(facts.phase or "")
+    if words is None:
+        return ""
+    if facts.stalled and facts.phase == "model-load":
+        return "stopped making progress while loading the model"
+    return f"{verb} {words}"
 
 
 def fix_reason(fix: FixAdvice) -> str | None:
@@ -77,6 +89,12 @@ def fix_reason(fix: FixAdvice) -> str | None:
         return None
     which = "Step 1 comes" if fix.chosen == 1 else f"Steps 1-{fix.chosen} come"
     return f"{which} first because {' and '.join(fix.because)}."
+
+
+def quote_evidence(evidence: Evidence, width: int = TEXT_WIDTH) -> str:
+    """The evidence line in `width` characters, keeping the part its signature matched."""
+    keep = (evidence.matched[0], evidence.matched[1]) if evidence.matched and len(evidence.matched) == 2 else None
+    return quote(evidence.text, width, keep)
 
 
 def _where(evidence: Evidence) -> str:
@@ -117,7 +135,7 @@ def text_lines(diagnosis: Diagnosis) -> list[tuple[str, str]]:
         if facts:
             rows.append(("Run", facts))
         for evidence in root.evidence:
-            rows.append(("Evidence", f"{_where(evidence)}  {quote(evidence.text, TEXT_WIDTH)}"))
+            rows.append(("Evidence", f"{_where(evidence)}  {quote_evidence(evidence)}"))
         if root.exception and root.exception not in " ".join(e.text for e in root.evidence):
             rows.append(("Exception", quote(root.exception, TEXT_WIDTH)))
         if root.user_frame:
