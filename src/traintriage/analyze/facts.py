@@ -122,7 +122,13 @@ _PHASE_FUNCTIONS: tuple[tuple[str, frozenset[str], str], ...] = (
      "the failure happened while the job was being set up"),
 )
 _FIRST_COLLECTIVE = re.compile(r"WorkNCCL\(SeqNum=1, ")
+_STEP_LINE = re.compile(r"\b(?:loss|step|iter(?:ation)?)\b[\s:=]+\d", re.I)
 _MOVE_MODEL = re.compile(r"\b(?:model|net|module|self\.model)\w*\s*(?:=\s*\w+\s*)?\.(?:to|cuda)\(")
+# Progress lines of weight loading (HF `from_pretrained`, its index file, vLLM, DeepSpeed): the
+# phase of a failure that has no traceback (a process killed by the OOM killer) when the
+# lines just before it are these.
+_LOADING_LINE = re.compile(r"Loading checkpoint shards|loading weights file|Loading safetensors checkpoint shards|"
+                           r"Loading model weights|Loading pipeline components")
 _ENTRY_PHASE = {Phase.launch: "setup", Phase.init: "setup", Phase.checkpoint: "checkpoint", Phase.eval: "eval",
                 Phase.forward: "step", Phase.backward: "step", Phase.optimizer: "step", Phase.data: "step"}
 _MESSAGE_DIGITS = re.compile(r"0x[0-9a-fA-F]+|\d+")
@@ -282,6 +288,8 @@ def _phase(
     from_frames = _phase_from_frames(traceback, first)
     if from_frames is not None:
         phase, reason = from_frames
+    elif root is not None and any(_loading_before(o) for o in root.roots[:8]):
+        return "model-load", "the last lines before the failure show the model's weights being loaded", last_step
     elif root is not None and any(_FIRST_COLLECTIVE.search(o.hit.text) for o in root.roots[:8]):
         return "setup", "the collective that timed out was the first of the run (SeqNum=1)", last_step
     elif entry is not None and entry.phase in _ENTRY_PHASE:
@@ -310,6 +318,13 @@ def _phase_from_frames(traceback: Traceback | None, first: Observation | None) -
     if any(_MOVE_MODEL.search(line) for line in code):
         return "model-load", "the failure happened while the model was being moved to the GPU"
     return None
+
+
+def _loading_before(line: Observation) -> bool:
+    """The few lines printed just before a line of the failure report weight loading, and no
+    training step came after them (a loading bar is the last thing the process printed)."""
+    recent = [text[:MAX_TEXT] for text in line.hit.before[-6:]]
+    return any(_LOADING_LINE.search(text) for text in recent) and not any(_STEP_LINE.search(text) for text in recent)
 
 
 def _user_code_lines(first: Observation | None) -> list[str]:
