@@ -101,6 +101,28 @@ def _where(evidence: Evidence) -> str:
     return f"{evidence.source}:{evidence.line}"
 
 
+def report_words(diagnosis: Diagnosis) -> dict[str, str | None]:
+    """The sentences every view makes of a diagnosis (CLI text and Markdown, the web result
+    page): the one-sentence summary, the facts of the run, who failed first, the exception when
+    the evidence does not already show it, the user's frame, why these fix steps come first."""
+    root = diagnosis.root_cause
+    frame = root.user_frame if root is not None else None
+    return {"summary": summary_of(root) if root is not None else None,
+            "facts": facts_line(diagnosis.facts),
+            "first_failed": _first_failed(diagnosis),
+            "exception": exception_to_show(root) if root is not None else None,
+            "your_code": f"{frame.file}:{frame.line} in {frame.function}" if frame is not None else None,
+            "fix_reason": fix_reason(diagnosis.fix) if diagnosis.fix else None}
+
+
+def exception_to_show(root: RootCause) -> str | None:
+    """The root cause's exception, unless an evidence line already quotes it."""
+    if not root.exception:
+        return None
+    shown = " ".join(" ".join(e.text.split()) for e in root.evidence)
+    return None if " ".join(root.exception.split()) in shown else root.exception
+
+
 def _first_failed(diagnosis: Diagnosis) -> str | None:
     if diagnosis.initiating_rank is None:
         return None
@@ -127,20 +149,18 @@ def text_lines(diagnosis: Diagnosis) -> list[tuple[str, str]]:
             rows.append(("Salient", f"{_where(evidence)}  {quote(evidence.text, TEXT_WIDTH)}"))
     root = diagnosis.root_cause
     if root is not None:
+        words = report_words(diagnosis)
         rows.append(("Root cause", f"{root.id} — {root.title}    confidence {root.confidence:.2f}"))
-        first = _first_failed(diagnosis)
-        if first:
-            rows.append(("First failed", first))
-        facts = facts_line(diagnosis.facts)
-        if facts:
-            rows.append(("Run", facts))
+        if words["first_failed"]:
+            rows.append(("First failed", words["first_failed"]))
+        if words["facts"]:
+            rows.append(("Run", words["facts"]))
         for evidence in root.evidence:
             rows.append(("Evidence", f"{_where(evidence)}  {quote_evidence(evidence)}"))
-        if root.exception and root.exception not in " ".join(e.text for e in root.evidence):
-            rows.append(("Exception", quote(root.exception, TEXT_WIDTH)))
-        if root.user_frame:
-            frame = root.user_frame
-            rows.append(("Your code", f"{frame.file}:{frame.line} in {frame.function}"))
+        if words["exception"]:
+            rows.append(("Exception", quote(words["exception"], TEXT_WIDTH)))
+        if words["your_code"]:
+            rows.append(("Your code", words["your_code"]))
         for item in diagnosis.collateral:
             ranks = f"ranks {rank_ranges(item.ranks)}  " if item.ranks else ""
             cause = f"caused by the failure on rank {diagnosis.initiating_rank}" if diagnosis.initiating_rank is not None \
@@ -150,7 +170,7 @@ def text_lines(diagnosis: Diagnosis) -> list[tuple[str, str]]:
         rivals = [c for c in diagnosis.candidates[1:] if c.id not in explained][:3]
         if rivals:
             rows.append(("Alternatives", ", ".join(f"{c.id} {c.confidence:.2f}" for c in rivals)))
-        rows.append(("Summary", summary_of(root)))
+        rows.append(("Summary", words["summary"] or root.summary))
         for note in diagnosis.notes:
             rows.append(("Note", note))
     for anomaly in diagnosis.anomalies:

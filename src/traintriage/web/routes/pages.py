@@ -11,7 +11,7 @@ from starlette.responses import HTMLResponse, PlainTextResponse, RedirectRespons
 
 from traintriage.errors import TraintriageError
 from traintriage.kb.loader import load_kb
-from traintriage.report.render import facts_line, fix_reason, render_json, render_markdown, summary_of
+from traintriage.report.render import render_json, render_markdown, report_words
 from traintriage.web import charts
 from traintriage.web.body import Part, media_type, read_multipart
 from traintriage.web.diagnosing import diagnose_and_store, diagnosis_of
@@ -126,14 +126,13 @@ def page_context(diagnosis_id: str, document: dict[str, Any]) -> dict[str, Any]:
 
 def _report_words(document: dict[str, Any]) -> dict[str, str | None]:
     """The sentences the CLI's reports make of a diagnosis (one-line summary, facts of the run,
-    why these fix steps come first), made by the same functions."""
+    first failed rank, exception, the user's frame, why these fix steps come first), made by the
+    same function from the same report model."""
     try:
         diagnosis = diagnosis_of(document)
     except ValueError:  # a document stored by an older schema: the page shows its fields as they are
-        return {"summary": None, "facts": None, "fix_reason": None}
-    return {"summary": summary_of(diagnosis.root_cause) if diagnosis.root_cause else None,
-            "facts": facts_line(diagnosis.facts),
-            "fix_reason": fix_reason(diagnosis.fix) if diagnosis.fix else None}
+        return dict.fromkeys(("summary", "facts", "first_failed", "exception", "your_code", "fix_reason"))
+    return report_words(diagnosis)
 
 
 _DOWNLOADS = {"json": (render_json, "application/json"), "md": (render_markdown, "text/markdown")}
