@@ -14,6 +14,7 @@ from traintriage.analyze.scoring import Candidate
 from traintriage.ingest.sources import Source
 from traintriage.kb.loader import KnowledgeBase
 from traintriage.kb.schema import Entry, Role
+from traintriage.match.compiler import PatternKind, load_scanner
 from traintriage.match.scan import SourceScan
 from traintriage.parse.prefix import parse_prefix
 from traintriage.parse.traceback import Frame, parse_traceback
@@ -61,24 +62,27 @@ def evidence_of(observation: Observation, entry: Entry | None = None) -> Evidenc
         host=observation.host,
         time=own_time(observation),
         text=text,
-        matched=matched_span(text, entry) if entry is not None else None,
+        matched=matched_span(text, entry, observation.hit.patterns) if entry is not None else None,
     )
 
 
-def matched_span(text: str, entry: Entry) -> list[int] | None:
-    """Where the entry's signature matched the line (root signatures first, then supporting and
-    collateral ones: a hang's evidence is the timeouts it causes): what a shortened quote of the
-    line must keep. Python `re` runs here only on a kept line, which the scan caps at a few
-    thousand characters."""
-    for signature in sorted(entry.signatures, key=lambda sig: _ROLE_ORDER[sig.role]):
-        pattern = _python_pattern(signature.pattern)
+def matched_span(text: str, entry: Entry, pattern_ids: list[int]) -> list[int] | None:
+    """Where the entry's signature matched the line: what a shortened quote must keep. Only the
+    signatures the scan found on this line are tried (root first, then supporting and collateral
+    ones: a hang's evidence is the timeouts it causes), each known to match, with Python `re` on
+    the kept line, which the scan caps at a few thousand characters."""
+    table = load_scanner().table
+    found = {table[i].regex: table[i].role for i in pattern_ids
+             if 0 <= i < len(table) and table[i].kind is PatternKind.signature and table[i].entry_id == entry.id}
+    for regex in sorted(found, key=lambda r: _ROLE_ORDER.get(found[r], 3)):
+        pattern = _python_pattern(regex)
         match = pattern.search(text) if pattern is not None else None
         if match is not None and match.end() > match.start():
             return [match.start(), match.end()]
     return None
 
 
-_ROLE_ORDER = {Role.root: 0, Role.supporting: 1, Role.collateral: 2}
+_ROLE_ORDER: dict[Role | None, int] = {Role.root: 0, Role.supporting: 1, Role.collateral: 2}
 
 
 @functools.lru_cache(maxsize=512)
