@@ -86,3 +86,14 @@ def test_tensorflow_and_jax_are_recognised(tmp_path: Path) -> None:
         "jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: Out of memory while trying to allocate "
         "17179869184 bytes.\n"))
     assert jax.stack == ["jax"]
+
+
+def test_anomaly_mode_around_backward_only_has_no_forward_trace() -> None:
+    backward_only = ("/venv/lib/python3.11/site-packages/torch/autograd/graph.py:829: UserWarning: Error detected in "
+                     "SqrtBackward0. No forward pass information available. Enable detect anomaly during forward pass "
+                     "for more information. (Triggered internally at /pytorch/torch/csrc/autograd/"
+                     "python_anomaly_mode.cpp:100.)")
+    assert remedies_in_use([backward_only]) == ["anomaly-mode"]
+    forward = backward_only.replace("No forward pass information available. Enable detect anomaly during forward "
+                                    "pass for more information.", "Traceback of forward call that caused the error:")
+    assert remedies_in_use([forward]) == ["anomaly-mode", "anomaly-mode-forward"]

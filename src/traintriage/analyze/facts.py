@@ -62,8 +62,11 @@ _TORCH_BASED = frozenset({"ddp", "fsdp", "deepspeed", "hf-trainer", "accelerate"
 _REMEDIES: tuple[tuple[str, str, str | None], ...] = (
     # torch/autograd/anomaly_mode.py warns on entering detect_anomaly(); with anomaly mode on,
     # python_anomaly_mode.cpp prints the forward traceback and the engine's NaN check raises.
-    ("anomaly-mode", r"Anomaly Detection has been enabled\.|Error detected in \w+\. Traceback of forward call|"
+    ("anomaly-mode", r"Anomaly Detection has been enabled\.|Error detected in \w+\. (?:Traceback of forward call|No forward pass information)|"
                      r"Function '\w+' returned nan values in its \d+(?:st|nd|rd|th) output", None),
+    # ... and on during the forward pass too: the op's forward traceback was recorded (without it
+    # the warning says `No forward pass information available`).
+    ("anomaly-mode-forward", r"Traceback of forward call that (?:caused|induced)", None),
     # ProcessGroupGloo::monitoredBarrier's messages, or the call in a traceback.
     ("monitored-barrier", r"monitoredBarrier|\bin monitored_barrier\b|\bmonitored_barrier\(", None),
     # ProcessGroupNCCL's start-up line (`TORCH_NCCL_ASYNC_ERROR_HANDLING: 3`), an environment

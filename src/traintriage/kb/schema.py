@@ -137,8 +137,8 @@ STACKS = frozenset(
 )
 
 
-REMEDIES = frozenset({"anomaly-mode", "monitored-barrier", "async-error-handling", "nccl-debug-info",
-                      "expandable-segments"})
+REMEDIES = frozenset({"anomaly-mode", "anomaly-mode-forward", "monitored-barrier", "async-error-handling",
+                      "nccl-debug-info", "expandable-segments"})
 """Remedies the log can show already in use (analyze/facts.py, `RunFacts.already`)."""
 
 FACT_VALUES: dict[str, frozenset[str]] = {

@@ -123,7 +123,7 @@ INTERNAL_PATTERNS: tuple[InternalPattern, ...] = (
     # ProcessGroupNCCL's environment line, an allocator setting, a monitored barrier.
     InternalPattern(
         Internal.run_fact,
-        r"(?:Anomaly Detection has been enabled|NCCL INFO (?:Bootstrap|cudaDriverVersion|NET/(?:Socket|IB|Plugin))|"
+        r"(?:Anomaly Detection has been enabled|Traceback of forward call|No forward pass information|NCCL INFO (?:Bootstrap|cudaDriverVersion|NET/(?:Socket|IB|Plugin))|"
         r"NCCL_ASYNC_ERROR_HANDLING|expandable_segments:|NCCL_DEBUG=|monitoredBarrier)",
         32,
     ),
