@@ -13,7 +13,6 @@ from traintriage.parse.prefix import failed_process_rank, parse_prefix
     ("line", "rank", "message_start"),
     [
         ("[rank3]: torch.OutOfMemoryError: CUDA out of memory.", 3, "torch.OutOfMemoryError"),
-        ("[default5]:Traceback (most recent call last):", 5, "Traceback"),
         ("[default12]:[rank12]: RuntimeError: boom", 12, "RuntimeError"),
         ("3: RuntimeError: CUDA error: an illegal memory access was encountered", 3, "RuntimeError"),
         ("[1,3]<stderr>:RuntimeError: x", 3, "RuntimeError"),
@@ -24,6 +23,14 @@ def test_rank_prefixes(line: str, rank: int, message_start: str) -> None:
     prefix = parse_prefix(line)
     assert prefix.rank == rank
     assert prefix.message.startswith(message_start)
+
+
+def test_torchrun_tag_is_a_local_rank() -> None:
+    """torchrun's `[{role}{local_rank}]:` names the local rank, never the global one."""
+    prefix = parse_prefix("[default5]:Traceback (most recent call last):")
+    assert prefix.rank is None
+    assert prefix.local_rank == 5
+    assert prefix.message.startswith("Traceback")
 
 
 def test_pdsh_host_prefix_then_iso_time() -> None:
@@ -154,8 +161,9 @@ def test_a_process_list_in_an_oom_message_names_no_failed_rank() -> None:
 @pytest.mark.parametrize(
     ("line", "rank", "message_start"),
     [
-        ("(VllmWorker rank=3 pid=4412) ERROR 12-03 07:12:40 [multiproc_executor.py:527] RuntimeError: x", 3, "ERROR"),
-        ("(VllmWorker TP1 pid=4412) INFO 12-03 07:12:40 [gpu_model_runner.py:1234] Loading model", 1, "INFO"),
+        ("(VllmWorker rank=3 pid=4412) ERROR 12-03 07:12:40 [multiproc_executor.py:527] RuntimeError: x", 3,
+         "RuntimeError"),
+        ("(VllmWorker TP1 pid=4412) INFO 12-03 07:12:40 [gpu_model_runner.py:1234] Loading model", 1, "Loading"),
         ("        | [rank0]: FileNotFoundError: Caught FileNotFoundError in DataLoader worker process 2.", 0,
          "FileNotFoundError"),
         ("> [rank2]: RuntimeError: x", 2, "RuntimeError"),

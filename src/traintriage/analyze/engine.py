@@ -91,7 +91,8 @@ def analyze(
     excused = excused_orders(observations, scanner)
     candidates = score_entries(observations, kb, scanner, excused)
     points = _metric_points(observations, scans, scanner)
-    _settle_excused(candidates, points, bool(_internal(observations, scanner, Internal.completion)))
+    evidence = failure_evidence(observations, scanner, points, excused)
+    _settle_excused(candidates, points, bool(_internal(observations, scanner, Internal.completion)), bool(evidence))
     seen_ranks = {o.rank for o in observations if o.rank is not None} | {p.rank for p in points if p.rank is not None}
     findings = _curve_findings(observations, points, candidates, names)
     anomalies = [f for f in findings if f is not None]
@@ -113,7 +114,7 @@ def analyze(
     root, collateral = resolve(ranked, kb)
     if root is not None:
         ranked = [root] + [c for c in ranked if c is not root]
-    failed = root is not None or bool(failure_evidence(observations, scanner, points, excused))
+    failed = root is not None or bool(evidence)
     salient = salient_lines(observations, scanner, excused) if root is None and failed else []
     opinion = second_opinion(salient, kb, scanner) if salient else None
     if opinion is not None:
@@ -125,7 +126,7 @@ def analyze(
     agent_lines = _internal(observations, scanner, Internal.agent_failure)
     seen_ranks |= report_ranks(_internal(observations, scanner, Internal.report_rank))
     seen_ranks |= {r.rank for r in reports if r.rank is not None}
-    suspects = suspects_for(root, signalled, reports, timeouts, faulty, agent_lines, seen_ranks)
+    suspects = suspects_for(root, signalled, reports, timeouts, faulty, agent_lines, seen_ranks, observations)
     if root is not None and root.entry_id == "training-hang" and hang is not None and hang.rank is not None:
         suspects.insert(0, SuspectRank(hang.rank, None, hang.detail))
     initiating = _initiating(root, suspects) if root is not None else _unexplained_initiator(suspects, salient)
@@ -158,15 +159,19 @@ def _root_matches(scans: list[SourceScan], scanner: Scanner) -> dict[str, int]:
     return totals
 
 
-def _settle_excused(candidates: dict[str, Candidate], points: list[MetricPoint], completed: bool) -> None:
-    """Lines an `excludes` pattern excused (an OOM the trainer says it recovers from) count
-    only when training made no progress after them and never completed: then the recovery
-    failed."""
+def _settle_excused(
+    candidates: dict[str, Candidate], points: list[MetricPoint], completed: bool, failed: bool
+) -> None:
+    """Lines an `excludes` pattern excused (an OOM the trainer says it recovers from, a
+    library TensorFlow could not load at import and does without) count only when the run
+    failed (a traceback, exception, fatal line or non-zero exit) and training made no
+    progress after them and never completed: then the recovery failed."""
     for entry_id, candidate in list(candidates.items()):
         if not candidate.excused:
             continue
         last = max(candidate.roots, key=lambda o: (o.hit.source, o.hit.line))
-        if completed or any(p.source == last.hit.source and p.line > last.hit.line for p in points):
+        if (completed or not failed
+                or any(p.source == last.hit.source and p.line > last.hit.line for p in points)):
             del candidates[entry_id]
         else:
             candidate.score *= EXCUSED_FACTOR
@@ -279,7 +284,7 @@ def _root_traceback(root: Candidate | None) -> Traceback | None:
     first = root.first
     if first is None or not first.hit.before:
         return None
-    lines = [context.message for context in same_rank_context(first.hit.before, first.rank)]
+    lines = [context.message for context in same_rank_context(first.hit.before, first.rank, local_rank=first.local_rank)]
     return parse_traceback(lines, first.message)
 
 

@@ -2,6 +2,11 @@
 
 Lines without their own timestamp inherit the nearest earlier one of the same rank from
 their context, so events from different ranks can still be ordered by time.
+
+torchrun's `[default3]:` tag names a local rank. It stands for the global rank only when
+the log shows one node: one source, one host, and no line where a global rank differs
+from the local one (`[default3]:[rank11]:`). Otherwise a line tagged only locally gets no
+rank rather than a wrong one.
 """
 
 from __future__ import annotations
@@ -12,9 +17,10 @@ from datetime import datetime, timezone
 
 from traintriage.ingest.sources import Source
 from traintriage.match.scan import LineHit, SourceScan
-from traintriage.parse.prefix import Prefix, failed_process_rank, parse_prefix, rank_in_text
+from traintriage.parse.prefix import Prefix, failed_process_rank, parse_prefix, rank_in_text, span_rank
 
 _YEAR = re.compile(r"\b(20\d\d)-\d\d-\d\d[T _]\d\d:\d\d")
+_REPORT_RANKS = re.compile(r"rank\s*: (\d{1,6}) \(local_rank: (\d{1,6})\)")
 
 
 @dataclass
@@ -26,6 +32,7 @@ class Observation:
     time: datetime | None
     message: str
     order: int
+    local_rank: int | None = None
 
     @property
     def sort_key(self) -> tuple[float, int, int]:
@@ -33,35 +40,91 @@ class Observation:
         return (stamp, self.hit.source, self.hit.line)
 
 
-def same_rank_context(lines: list[str], rank: int | None, year: int = 1970) -> list[Prefix]:
-    """Context lines as prefixes, keeping only those of the given rank (interleaved consoles)."""
+def same_rank_context(
+    lines: list[str], rank: int | None, year: int = 1970, local_rank: int | None = None
+) -> list[Prefix]:
+    """Context lines as prefixes, keeping only those of the given process (interleaved
+    consoles): a line tagged only with torchrun's local rank is compared by local rank
+    when the caller knows it, else by whichever rank it carries."""
     parsed = [parse_prefix(text, year) for text in lines]
-    if rank is None:
+    if rank is None and local_rank is None:
         return parsed
-    return [p for p in parsed if p.rank is None or p.rank == rank]
+    return [p for p in parsed if _same_process(p, rank, local_rank)]
+
+
+def _same_process(prefix: Prefix, rank: int | None, local_rank: int | None) -> bool:
+    if prefix.rank is None and prefix.local_rank is not None and local_rank is not None:
+        return prefix.local_rank == local_rank
+    own = prefix.rank if prefix.rank is not None else prefix.local_rank
+    return own is None or rank is None or own == rank
+
+
+def local_ranks_are_global(prefixes: list[tuple[int, Prefix]]) -> bool:
+    """True when the log shows a single node, so torchrun's local rank is the global rank:
+    lines with a local tag come from one source and one host, and none pairs its local
+    rank with a different global one, nor does torchrun's failure report
+    (`rank : 19 (local_rank: 3)`). (source index, prefix) pairs."""
+    sources: set[int] = set()
+    hosts: set[str] = set()
+    for source, prefix in prefixes:
+        if "local_rank" in prefix.message:
+            report = _REPORT_RANKS.search(prefix.message)
+            if report and report.group(1) != report.group(2):
+                return False
+        if prefix.local_rank is None:
+            continue
+        if prefix.rank is not None and prefix.rank != prefix.local_rank:
+            return False
+        sources.add(source)
+        if prefix.host is not None:
+            hosts.add(prefix.host)
+    return len(sources) <= 1 and len(hosts) <= 1
+
+
+def _rank_after(hit: LineHit) -> int | None:
+    """A rank printed just after the line: TGI's `rank=N` span field closing a shard's
+    output, before the launcher's next (time-stamped) event."""
+    for text in hit.after[:2]:
+        if text[:1].isdigit():
+            return None
+        rank = span_rank(text)
+        if rank is not None:
+            return rank
+    return None
 
 
 def place(scans: list[SourceScan], sources: list[Source]) -> list[Observation]:
     observations: list[Observation] = []
     year = _dominant_year(scans)
-    for scan in scans:
+    parsed = [[parse_prefix(hit.text, year) for hit in scan.hits] for scan in scans]
+    tagged = [(scan.source, prefix) for scan, prefixes in zip(scans, parsed, strict=True) for prefix in prefixes]
+    # the sampled metric lines span the whole log: the other nodes' hosts show there
+    tagged += [(scan.source, Prefix(rank=p.rank, host=p.host, time=None, message="", local_rank=p.local_rank))
+               for scan in scans for p in scan.metrics if p.local_rank is not None]
+    local_is_global = local_ranks_are_global(tagged)
+    for scan, prefixes in zip(scans, parsed, strict=True):
         source = sources[scan.source]
-        for hit in scan.hits:
-            prefix = parse_prefix(hit.text, year)
+        for hit, prefix in zip(scan.hits, prefixes, strict=True):
             rank = prefix.rank if prefix.rank is not None else source.rank
+            if rank is None and local_is_global:
+                rank = prefix.local_rank
             if rank is None:
                 rank = failed_process_rank(prefix.message)
             if rank is None and "Rank" in hit.text[:80]:
                 rank = rank_in_text(hit.text[:80])
+            if rank is None and "rank=" in hit.text[-24:]:
+                rank = span_rank(hit.text)
+            if rank is None and hit.after:
+                rank = _rank_after(hit)
             stamp = prefix.time
             if stamp is None and hit.before:
-                for context in reversed(same_rank_context(hit.before, rank, year)):
+                for context in reversed(same_rank_context(hit.before, rank, year, prefix.local_rank)):
                     if context.time is not None:
                         stamp = context.time
                         break
             observations.append(
                 Observation(hit=hit, source_name=source.name, rank=rank, host=prefix.host, time=stamp,
-                            message=prefix.message, order=len(observations))
+                            message=prefix.message, order=len(observations), local_rank=prefix.local_rank)
             )
     return observations
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from traintriage.analyze.observations import Observation
 from traintriage.analyze.scoring import Candidate
+from traintriage.parse.prefix import failed_process_rank
 from traintriage.parse.torchrun import FailureReport
 
 # Applied to a hit's text (at most MAX_TEXT bytes). Each rank is digits then a separator
@@ -79,6 +80,16 @@ def agent_first_failure(agent_lines: list[Observation]) -> SuspectRank | None:
     return None
 
 
+def launcher_reported_death(observations: list[Observation]) -> SuspectRank | None:
+    """The first process a launcher or process pool reports dead, by its rank: mpirun's
+    `process rank N`, srun's `task N:`, vLLM's `VllmWorker-N died`, TGI's `Shard N failed`."""
+    for observation in sorted(observations, key=lambda o: (o.hit.source, o.hit.line)):
+        rank = failed_process_rank(observation.message)
+        if rank is not None:
+            return SuspectRank(rank, observation.host, f"reported dead by its launcher ({observation.message[:80]})")
+    return None
+
+
 def report_ranks(report_lines: list[Observation]) -> set[int]:
     """Every rank torchrun's failure report lists (its Failures and its Root Cause)."""
     ranks = set()
@@ -118,6 +129,7 @@ def suspects_for(
     faulty: list[Observation],
     agent_lines: list[Observation],
     seen: set[int],
+    observations: list[Observation] | None = None,
 ) -> list[SuspectRank]:
     found: list[SuspectRank] = []
     named = named_faulty_rank(faulty)
@@ -138,6 +150,9 @@ def suspects_for(
     for report in reports:
         if report.rank is not None:
             found.append(SuspectRank(report.rank, report.host, f"torchrun's first observed failure (exitcode {report.exitcode})"))
+    died = launcher_reported_death(observations or [])
+    if died is not None:
+        found.append(died)
     signalled = earliest_rank(failed_by_signal)
     if signalled is not None:
         found.append(SuspectRank(signalled.rank, signalled.host, "died by a signal"))

@@ -113,7 +113,8 @@ def _require_user_frame(candidates: dict[str, Candidate]) -> None:
     if script_error is None:
         return
     for observation in script_error.roots:
-        lines = [c.message for c in same_rank_context(observation.hit.before, observation.rank)]
+        lines = [c.message for c in
+                 same_rank_context(observation.hit.before, observation.rank, local_rank=observation.local_rank)]
         traceback = parse_traceback(lines, observation.message)
         if traceback is None or not traceback.frames or traceback.user_frame is not None:
             return

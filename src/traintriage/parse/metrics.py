@@ -43,6 +43,9 @@ class MetricPoint:
     throughput: float | None = None
     time: float | None = None
     text: str = ""
+    host: str | None = None
+    local_rank: int | None = None
+    """torchrun's local-rank tag of the line: with `host`, it tells whether the log spans nodes."""
 
 
 def _float(text: str | None) -> float | None:
@@ -82,7 +85,8 @@ def parse_metric_line(line: str, source: int, number: int, rank: int | None = No
     return MetricPoint(
         source=source,
         line=number,
-        rank=prefix.rank if prefix.rank is not None else rank,
+        # a per-process curve: torchrun's local rank still separates the processes of one console
+        rank=next((r for r in (prefix.rank, rank, prefix.local_rank) if r is not None), None),
         step=int(step_match.group(1)) if step_match else None,
         loss=loss,
         grad_norm=_float(grad.group(1)) if grad else None,
@@ -91,6 +95,8 @@ def parse_metric_line(line: str, source: int, number: int, rank: int | None = No
         throughput=throughput,
         time=prefix.time.timestamp() if prefix.time else None,
         text=line[:MAX_TEXT],
+        host=prefix.host,
+        local_rank=prefix.local_rank,
     )
 
 

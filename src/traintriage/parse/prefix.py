@@ -2,70 +2,31 @@
 
 Prefixes stack in any order (`10.0.0.7: [default3]:[rank11]: 2024-05-01 10:02:11,123
 [ERROR] ...`), so they are peeled one at a time from the left; the rank comes from the
-innermost prefix that names one (an outer `[default3]` is torchrun's *local* rank, an
-inner `[rank11]` the global one).
+innermost prefix that names a global one. torchrun's own tag (`[default3]:`, its
+`[{role}{local_rank}]:`) holds the *local* rank: it is kept apart (`local_rank`), and a
+launcher's number outside it (`3: [default0]:`, srun's task of a per-node torchrun) is a
+node, not a rank. Whether a local rank may stand for the global one is decided for the
+whole log (analyze/observations.py): only when the log shows a single node.
 
 Linear by construction: every pattern runs anchored on a bounded slice of the line
 (`HEAD` characters from the current position), so a 4000-character line of host-like
 tokens costs the same as a short one; only the final message is a slice of the input.
+Cheap by construction: the peelers are grouped by the characters a prefix can start
+with, so a line starting like `Traceback` or `RuntimeError` tries no pattern at all.
 """
 
 from __future__ import annotations
 
 import re
+import string
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
-from enum import Enum
 
 HEAD = 200
 """Characters looked at per peel: prefixes are short, and a longer token is not one."""
 MAX_PEELS = 8
 _NCCL_WINDOW = 160
-
-
-class _Kind(Enum):
-    rank = "rank"
-    host = "host"
-    skip = "skip"  # line numbers, log levels: peeled, carry nothing we keep
-
-
-# Anchored, applied with .match on the bounded head; none has nested quantifiers.
-_PEELERS: tuple[tuple[_Kind, re.Pattern[str]], ...] = (
-    (_Kind.rank, re.compile(r"\[(?:default|worker|trainer)(\d{1,6})\]:\s?")),  # torchrun --tee: role + local rank
-    (_Kind.rank, re.compile(r"\[(?i:rank)[ _-]?(\d{1,6})\]:?\s?")),  # [rank3]: (PyTorch), [RANK 1] (loggers)
-    (_Kind.rank, re.compile(r"\[\d{1,9},(\d{1,6})\]<std(?:out|err|diag)>:\s?")),  # mpirun --tag-output
-    (_Kind.rank, re.compile(r"\[(\d{1,6})\]<std(?:out|err)>:\s?")),  # horovodrun
-    (_Kind.rank, re.compile(r"(\d{1,5}): (?=\S)")),  # srun --label
-    (_Kind.rank, re.compile(r"\[PG [^\]]{0,80}Rank (\d{1,6})\]\s?")),  # ProcessGroupNCCL messages
-    (_Kind.rank, re.compile(r"\((?:VllmWorker|RayWorkerWrapper)(?: rank=| TP)(\d{1,5})[^)]{0,60}\)\s?")),  # vLLM workers
-    (_Kind.skip, re.compile(r"\(EngineCore[^)]{0,60}\)\s?")),  # vLLM's engine process
-    (_Kind.host, re.compile(r"\[pod/([\w.-]{1,120})/[\w.-]{1,80}\]\s?")),  # kubectl logs --prefix
-    (_Kind.host, re.compile(r"(<[A-Z][A-Z_]{1,15}(?:-\d{1,9})?>): ")),  # a host or address masked at ingest
-    (_Kind.skip, re.compile(r"\d{1,7}(?:\t|\s{1,8}(?=\[))")),  # line numbers: `   2 [rank0]: ...`, `12\t...`
-    (_Kind.skip, re.compile(r"\[\d{1,7}\] (?=\S)")),  # line numbers in brackets: `[1743] ...`
-    (_Kind.skip, re.compile(r"\[(?:DEBUG|INFO|WARN|WARNING|ERROR|CRITICAL|FATAL)\]:?\s?")),  # log level
-    (_Kind.skip, re.compile(r"[|>] (?=\S)")),  # a log pasted as a quote or inside a table
-)
-# A host or IP address then ': ' (pdsh, DeepSpeed's multi-node runner). One class, one
-# bounded repeat: no backtracking over host-like tokens. It must hold a digit (`node7`,
-# `10.0.0.7`) so that `Error: ` and `warning: ` are not hosts.
-_HOST = re.compile(r"([a-z0-9][a-z0-9.-]{0,62}): ")
-_NCCL_HOST = re.compile(r"([A-Za-z0-9][\w.-]{0,62}):(\d{1,9}):(\d{1,9}) \[(\d{1,4})\] NCCL ")
-_ISO = re.compile(
-    r"\[?(\d{4})-(\d\d)-(\d\d)[T _](\d\d):(\d\d):(\d\d)(?:[.,](\d{1,9}))?(Z|[+-]\d\d:?\d\d)?\]?"
-)
-_GLOG = re.compile(r"\[?([IWEF])(\d{1,2})(\d\d) (\d\d):(\d\d):(\d\d)\.(\d{1,9})(?: {1,8}\d{1,9})? ")
-_MONTHS = {m: i for i, m in enumerate(("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"), 1)}
-_DMESG_T = re.compile(r"\[(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) (\w{3}) {1,2}(\d{1,2}) (\d\d):(\d\d):(\d\d) (\d{4})\]\s?")
-_SYSLOG = re.compile(r"(\w{3}) {1,2}(\d{1,2}) (\d\d):(\d\d):(\d\d) ([\w.-]{1,64}) (?=[^\s:]{1,64}(?:\[\d{1,9}\])?: )")
-# Launchers and process pools that name the process that died: Open MPI, Slurm, horovodrun,
-# torch.multiprocessing.spawn, vLLM's worker processes (named after their rank).
-_FAILED_PROCESS = re.compile(
-    r"(?:mpirun noticed that process rank (\d{1,6}) with PID|srun: error: [\w.<>-]{1,64}: task (\d{1,6}): |"
-    r"\b[Pp]rocess (\d{1,6}) (?:terminated with (?:signal|exit code)|exit with status code)|"
-    r"\bVllmWorker-(\d{1,5}) died)"
-)
-_RANK_IN_TEXT = re.compile(r"\b[Rr]ank[ :=]?\s?(\d{1,5})\b")
 _ISO_SCAN_LIMIT = 64
 
 
@@ -75,6 +36,88 @@ class Prefix:
     host: str | None
     time: datetime | None
     message: str
+    local_rank: int | None = None
+    """torchrun's `[{role}{local_rank}]:` tag: the global rank only on a single node."""
+
+
+class _Peeled:
+    """What the prefixes said so far: the first host and time, the innermost rank."""
+
+    def __init__(self, year: int) -> None:
+        self.year = year
+        self.rank: int | None = None
+        self.local_rank: int | None = None
+        self.host: str | None = None
+        self.time: datetime | None = None
+
+
+_MONTHS = {m: i for i, m in enumerate(("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"), 1)}
+_STREAM = r"<std(?:out|err|diag)>:"
+
+# --- patterns, each applied with .match on the bounded head; none has nested quantifiers ---
+# torchrun --tee / TailLog: `[{role}{local_rank}]:` (role `default` unless --role is given).
+_TORCHRUN = re.compile(r"\[(?:default|worker|trainer)(\d{1,6})\]:\s?")
+# TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE="[${rank}]:" (torchrun's documented global-rank
+# template); never a bare `[0]:` line (torchrun's failure report numbers its entries so).
+_TEMPLATE_RANK = re.compile(r"\[(\d{1,6})\]:(?=\s?\S)\s?")
+_RANK_TAG = re.compile(r"\[(?i:rank)[ _-]?(\d{1,6})\]:?\s?")  # [rank3]: (PyTorch), [RANK 1] (loggers)
+# Open MPI: ORTE (4.x) `[1,3]<stderr>:`; PMIx/PRRTE (5.x) `[jobid,rank]<stream>: `, with
+# --output tag-fullname the whole namespace, with tag-detailed `[jobid,rank][host:pid]<stream>: `.
+_MPI_TAG = re.compile(r"\[[\w.@-]{1,80},(\d{1,6})\](?:\[([\w.-]{1,64}):\d{1,9}\])?" + _STREAM + r"\s?")
+_MPI_RANK_ONLY = re.compile(r"\[(\d{1,6})\]" + _STREAM + r"\s?")  # --output rank; horovodrun
+_SRUN_LABEL = re.compile(r"(?:P\d{1,4} {1,8})?(\d{1,6}): (?=\S)")  # srun --label: `%*d: `, het jobs `P%u %*d: `
+_PG_TAG = re.compile(r"\[PG [^\]]{0,80}Rank (\d{1,6})\]\s?")  # ProcessGroupNCCL messages
+# vLLM worker processes (decorate_logs): `(VllmWorker rank=3 pid=..)` (V1 0.8/0.9),
+# `(VllmWorker TP1 pid=..)`, `(VllmWorker PP0_TP1 pid=..)`, `(Worker_TP1 pid=..)`,
+# `(Worker_DP0_PP1_TP0 pid=..)` (current).
+_VLLM_WORKER = re.compile(
+    r"\((?:VllmWorker|Worker)(?:[ _]([A-Z]{2,3}\d{1,4}(?:_[A-Z]{2,3}\d{1,4}){0,5}))?(?: rank=(\d{1,5}))?"
+    r"(?: pid=\d{1,9})?\)\s?"
+)
+_VLLM_PART = re.compile(r"([A-Z]{2,3})(\d{1,4})")
+_VLLM_OTHER = re.compile(r"\((?:EngineCore(?:_DP\d{1,4})?|APIServer|VllmWorkerProcess)(?: pid=\d{1,9})?\)\s?")
+_RAY_WORKER = re.compile(r"\((?:RayWorkerWrapper|RayWorkerProc|raylet)?(?: ?pid=\d{1,9})?(?:, ip=([\d.]{7,15}))?\)\s?")
+_POD = re.compile(r"\[pod/([\w.-]{1,120})/[\w.-]{0,80}\]\s?")  # kubectl logs --prefix: `[pod/%s/%s] `
+_MASKED_HOST = re.compile(r"(<[A-Z][A-Z_]{1,15}(?:-\d{1,9})?>): ")  # a host or address masked at ingest
+_LINE_NUMBER = re.compile(r"\d{1,7}(?:\t|\s{1,8}(?=\[))")  # `   2 [rank0]: ...`, `12\t...`
+_BRACKET_NUMBER = re.compile(r"\[\d{1,7}\] (?=\S)")  # `[1743] ...`
+_LEVEL = re.compile(r"\[(?:DEBUG|INFO|WARN|WARNING|ERROR|CRITICAL|FATAL)\]:?\s?")
+_QUOTE = re.compile(r"[|>] (?=\S)")  # a log pasted as a quote or inside a table
+# A host or IP address then ': ' (pdsh, DeepSpeed's multi-node runner). One class, one
+# bounded repeat: no backtracking over host-like tokens. It must hold a digit (`node7`,
+# `10.0.0.7`) so that `Error: ` and `warning: ` are not hosts; `localhost` is the exception.
+_HOST = re.compile(r"([a-z0-9][a-z0-9.-]{0,62}): ")
+_NCCL_HOST = re.compile(r"([A-Za-z0-9][\w.-]{0,62}):(\d{1,9}):(\d{1,9}) \[(\d{1,4})\] NCCL ")
+_ISO = re.compile(
+    r"\[?(\d{4})-(\d\d)-(\d\d)[T _](\d\d):(\d\d):(\d\d)(?:[.,](\d{1,9}))?(Z|[+-]\d\d:?\d\d)?\]?"
+)
+_GLOG = re.compile(r"\[?([IWEF])(\d{1,2})(\d\d) (\d\d):(\d\d):(\d\d)\.(\d{1,9})(?: {1,8}\d{1,9})? ")
+# dmesg -T, and Open MPI's --timestamp-output (ctime in brackets, `<stream>: ` when untagged)
+_CTIME = re.compile(
+    r"\[(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) (\w{3}) {1,2}(\d{1,2}) (\d\d):(\d\d):(\d\d) (\d{4})\](?:" + _STREAM + r")?\s?"
+)
+_SYSLOG = re.compile(r"(\w{3}) {1,2}(\d{1,2}) (\d\d):(\d\d):(\d\d) ([\w.-]{1,64}) (?=[^\s:]{1,64}(?:\[\d{1,9}\])?: )")
+# vLLM's logger: `%(levelname)s %(asctime)s [%(fileinfo)s:%(lineno)d] ` with `%m-%d %H:%M:%S`
+# (before 0.8 without the opening bracket: `INFO 01-30 11:53:52 model_runner.py:1115] `).
+_VLLM_HEADER = re.compile(
+    r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) (\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)(?:\.\d{1,6})? \[?[^\]\s\[]{1,80}:\d{1,6}\] "
+)
+# docker compose logs: the container name padded to the longest (`%-*s | `); compose names
+# end in the replica number (`vllm-openai-1`, v1 `project_vllm_1`).
+_COMPOSE = re.compile(r"([A-Za-z][\w.-]{0,62}[-_]\d{1,4}) {1,64}\| (?=\S)")
+
+# Launchers and process pools that name the process that died: Open MPI, Slurm, horovodrun,
+# torch.multiprocessing.spawn, vLLM's executors (worker processes named after their rank),
+# text-generation-inference's launcher (shards named after their rank).
+_FAILED_PROCESS = re.compile(
+    r"(?:mpirun noticed that process rank (\d{1,6}) with PID|srun: error: [\w.<>-]{1,64}: task (\d{1,6}): |"
+    r"\b[Pp]rocess (\d{1,6}) (?:terminated with (?:signal|exit code)|exit with status code)|"
+    r"\bVllmWorker-(\d{1,5}) died|\bRayWorkerProc rank=\[(\d{1,5})[\],]|\bShard (\d{1,5}) (?:failed to start|crashed))"
+)
+_RANK_IN_TEXT = re.compile(r"\b[Rr]ank[ :=]?\s?(\d{1,5})\b")
+# text-generation-inference's launcher logs through `tracing`: the shard's span field comes
+# last (` rank=0`), after a multi-line message on a line of its own.
+_SPAN_RANK = re.compile(r"(?:^|\s)rank=(\d{1,5})\s*$")
 
 
 def _parse_iso(match: re.Match[str]) -> datetime | None:
@@ -93,9 +136,7 @@ def _parse_iso(match: re.Match[str]) -> datetime | None:
     return stamp
 
 
-def _parse_glog(match: re.Match[str], year: int) -> datetime | None:
-    month, day, hour, minute, second = (int(match.group(i)) for i in range(2, 7))
-    micro = int((match.group(7) + "000000")[:6])
+def _numbered(year: int, month: int, day: int, hour: int, minute: int, second: int, micro: int = 0) -> datetime | None:
     try:
         return datetime(year, month, day, hour, minute, second, micro, tzinfo=timezone.utc)
     except ValueError:
@@ -108,55 +149,179 @@ def _parse_named_month(match: re.Match[str], year: int) -> datetime | None:
     if number is None:
         return None
     day, hour, minute, second = (int(match.group(i)) for i in range(2, 6))
-    try:
-        return datetime(year, number, day, hour, minute, second, tzinfo=timezone.utc)
-    except ValueError:
-        return None
+    return _numbered(year, number, day, hour, minute, second)
 
 
-class _Peeled:
-    """What the prefixes said so far: the first host and time, the innermost rank."""
+# --- what each prefix records; each returns the prefix's length, 0 when it does not apply ---
 
-    def __init__(self) -> None:
-        self.rank: int | None = None
-        self.host: str | None = None
-        self.time: datetime | None = None
-
-
-def _peel_one(head: str, found: _Peeled, year: int) -> int:
-    """Length of the prefix at the start of `head` (0: none), recording what it names."""
-    for kind, pattern in _PEELERS:
+def _global_rank(pattern: re.Pattern[str]) -> Callable[[str, _Peeled], int]:
+    def peel(head: str, found: _Peeled) -> int:
         match = pattern.match(head)
-        if match:
-            if kind is _Kind.rank:
-                found.rank = int(match.group(1))
-            elif kind is _Kind.host:
-                found.host = found.host or match.group(1)
-            return match.end()
+        if not match:
+            return 0
+        found.rank = int(match.group(1))
+        if match.lastindex and match.lastindex >= 2 and match.group(2):
+            found.host = found.host or match.group(2)
+        return match.end()
+    return peel
+
+
+def _skip(pattern: re.Pattern[str]) -> Callable[[str, _Peeled], int]:
+    def peel(head: str, found: _Peeled) -> int:
+        match = pattern.match(head)
+        return match.end() if match else 0
+    return peel
+
+
+def _host(pattern: re.Pattern[str]) -> Callable[[str, _Peeled], int]:
+    def peel(head: str, found: _Peeled) -> int:
+        match = pattern.match(head)
+        if not match:
+            return 0
+        found.host = found.host or match.group(1)
+        return match.end()
+    return peel
+
+
+def _torchrun(head: str, found: _Peeled) -> int:
+    match = _TORCHRUN.match(head)
+    if not match:
+        return 0
+    found.local_rank = int(match.group(1))
+    found.rank = None  # a number outside torchrun's tag counts nodes (srun, mpirun per node), not ranks
+    return match.end()
+
+
+def _vllm_worker(head: str, found: _Peeled) -> int:
+    """A worker's rank is its TP rank when no other parallel dimension splits the world
+    (PP/PCP/DP rank 0 or absent); `rank=N` (vLLM 0.8-0.9) says it outright."""
+    match = _VLLM_WORKER.match(head)
+    if not match:
+        return 0
+    if match.group(2):
+        found.rank = int(match.group(2))
+    elif match.group(1):
+        parts = {name: int(number) for name, number in _VLLM_PART.findall(match.group(1))}
+        if "TP" in parts and all(parts.get(other, 0) == 0 for other in ("PP", "PCP", "DP")):
+            found.rank = parts["TP"]
+    return match.end()
+
+
+def _ray_worker(head: str, found: _Peeled) -> int:
+    match = _RAY_WORKER.match(head)
+    if not match or match.end() <= 3:  # `()`: not a prefix
+        return 0
+    if match.group(1):
+        found.host = found.host or match.group(1)
+    return match.end()
+
+
+def _glog(head: str, found: _Peeled) -> int:
     match = _GLOG.match(head)
-    if match:
-        found.time = found.time or _parse_glog(match, year)
-        return match.end()
+    if not match:
+        return 0
+    if found.time is None:
+        month, day, hour, minute, second = (int(match.group(i)) for i in range(2, 7))
+        found.time = _numbered(found.year, month, day, hour, minute, second, int((match.group(7) + "000000")[:6]))
+    return match.end()
+
+
+def _iso(head: str, found: _Peeled) -> int:
     match = _ISO.match(head)
-    if match:
-        found.time = found.time or _parse_iso(match)
-        end = match.end()
-        while end < len(head) and head[end] in " -|:":
-            end += 1
-        return end
-    match = _DMESG_T.match(head)
-    if match:
-        found.time = found.time or _parse_named_month(match, int(match.group(6)))
-        return match.end()
+    if not match:
+        return 0
+    found.time = found.time or _parse_iso(match)
+    end = match.end()
+    while end < len(head) and head[end] in " -|:":
+        end += 1
+    return end
+
+
+def _ctime(head: str, found: _Peeled) -> int:
+    match = _CTIME.match(head)
+    if not match:
+        return 0
+    found.time = found.time or _parse_named_month(match, int(match.group(6)))
+    return match.end()
+
+
+def _syslog(head: str, found: _Peeled) -> int:
     match = _SYSLOG.match(head)
-    if match and match.group(1) in _MONTHS:
-        found.time = found.time or _parse_named_month(match, year)
-        found.host = found.host or match.group(6)
-        return match.end()
+    if not match or match.group(1) not in _MONTHS:
+        return 0
+    found.time = found.time or _parse_named_month(match, found.year)
+    found.host = found.host or match.group(6)
+    return match.end()
+
+
+def _vllm_header(head: str, found: _Peeled) -> int:
+    match = _VLLM_HEADER.match(head)
+    if not match:
+        return 0
+    if found.time is None:
+        found.time = _numbered(found.year, *(int(match.group(i)) for i in range(1, 6)))
+    return match.end()
+
+
+def _bare_host(head: str, found: _Peeled) -> int:
     match = _HOST.match(head)
-    if match and found.host is None and any(c.isdigit() for c in match.group(1)):
-        found.host = match.group(1)
-        return match.end()
+    if not match or found.host is not None:
+        return 0
+    name = match.group(1)
+    if name != "localhost" and not any(c.isdigit() for c in name):
+        return 0
+    found.host = name
+    return match.end()
+
+
+_DIGITS = string.digits
+_LOWER = string.ascii_lowercase
+# (characters a prefix can start with, peeler), in the order they are tried: the innermost
+# rank tags before launcher tags, host and time fallbacks last.
+_PEELERS: tuple[tuple[str, Callable[[str, _Peeled], int]], ...] = (
+    ("[", _torchrun),
+    ("[", _global_rank(_RANK_TAG)),
+    ("[", _global_rank(_MPI_TAG)),
+    ("[", _global_rank(_MPI_RANK_ONLY)),
+    ("[", _global_rank(_TEMPLATE_RANK)),
+    (_DIGITS + "P", _global_rank(_SRUN_LABEL)),
+    ("[", _global_rank(_PG_TAG)),
+    ("(", _vllm_worker),
+    ("(", _skip(_VLLM_OTHER)),
+    ("(", _ray_worker),
+    ("[", _host(_POD)),
+    ("<", _host(_MASKED_HOST)),
+    (_DIGITS, _skip(_LINE_NUMBER)),
+    ("[", _skip(_BRACKET_NUMBER)),
+    ("[", _skip(_LEVEL)),
+    ("|>", _skip(_QUOTE)),
+    ("[IWEF", _glog),
+    ("[" + _DIGITS, _iso),
+    ("[", _ctime),
+    ("JFMASOND", _syslog),
+    ("DIWEC", _vllm_header),
+    (_LOWER + _DIGITS, _bare_host),
+    (string.ascii_letters, _host(_COMPOSE)),
+)
+
+
+def _by_first_character() -> dict[str, tuple[Callable[[str, _Peeled], int], ...]]:
+    table: dict[str, list[Callable[[str, _Peeled], int]]] = {}
+    for characters, peeler in _PEELERS:
+        for character in characters:
+            table.setdefault(character, []).append(peeler)
+    return {character: tuple(peelers) for character, peelers in table.items()}
+
+
+_BY_FIRST = _by_first_character()
+
+
+def _peel_one(head: str, found: _Peeled) -> int:
+    """Length of the prefix at the start of `head` (0: none), recording what it names."""
+    for peeler in _BY_FIRST.get(head[:1], ()):
+        length = peeler(head, found)
+        if length:
+            return length
     return 0
 
 
@@ -170,10 +335,12 @@ def _skip_space(line: str, position: int) -> int:
 
 def parse_prefix(line: str, default_year: int = 1970) -> Prefix:
     """Peel known prefixes off `line`: the first host and time, the innermost rank."""
-    found = _Peeled()
+    found = _Peeled(default_year)
     position = _skip_space(line, 0)
     for _ in range(MAX_PEELS):
-        length = _peel_one(line[position : position + HEAD], found, default_year)
+        if position >= len(line) or line[position] not in _BY_FIRST:
+            break
+        length = _peel_one(line[position : position + HEAD], found)
         if length == 0:
             break
         position = _skip_space(line, position + length)
@@ -182,11 +349,11 @@ def parse_prefix(line: str, default_year: int = 1970) -> Prefix:
         nccl = _NCCL_HOST.search(rest[:_NCCL_WINDOW])
         if nccl:
             found.host = nccl.group(1)
-    if found.time is None:
+    if found.time is None and "-" in rest[:_ISO_SCAN_LIMIT + 40]:
         iso = _ISO.search(rest[: _ISO_SCAN_LIMIT + 40])
         if iso and iso.start() < _ISO_SCAN_LIMIT:
             found.time = _parse_iso(iso)
-    return Prefix(rank=found.rank, host=found.host, time=found.time, message=rest.strip())
+    return Prefix(rank=found.rank, host=found.host, time=found.time, message=rest.strip(), local_rank=found.local_rank)
 
 
 def failed_process_rank(text: str) -> int | None:
@@ -198,4 +365,12 @@ def failed_process_rank(text: str) -> int | None:
 def rank_in_text(text: str) -> int | None:
     """A rank named inside the message itself (`[Rank 3] Watchdog caught ...`)."""
     match = _RANK_IN_TEXT.search(text[:HEAD])
+    return int(match.group(1)) if match else None
+
+
+def span_rank(text: str) -> int | None:
+    """The `rank=N` span field a `tracing` logger puts at the end of an event (TGI's shard manager)."""
+    if "rank=" not in text[-24:]:
+        return None
+    match = _SPAN_RANK.search(text[-24:])
     return int(match.group(1)) if match else None
