@@ -273,3 +273,57 @@ def test_your_code_is_never_the_launchers_frame(tmp_path: Path) -> None:
     assert diagnosis.root_cause is not None and diagnosis.root_cause.id == "rendezvous-timeout"
     assert diagnosis.root_cause.user_frame is None
     assert "Your code" not in render_text(diagnosis)
+
+
+GLOO_TIMEOUT = ("[rank{r}]: RuntimeError: [/__w/pytorch/pytorch/third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:78] "
+                "Timed out waiting 8000ms for recv operation to complete\n")
+
+
+def test_a_gloo_timeout_names_the_rank_that_did_not_arrive_not_the_one_that_waited(tmp_path: Path) -> None:
+    steps = "".join(f"[rank{r}]: step {s} ok\n" for s in (1, 2, 3) for r in (0, 1))
+    waited = ("[rank0]: Traceback (most recent call last):\n"
+              '[rank0]:   File "/workspace/proj/train.py", line 12, in <module>\n'
+              "[rank0]:     dist.all_reduce(x)\n"
+              '[rank0]:   File "/opt/venv/lib/python3.11/site-packages/torch/distributed/distributed_c10d.py", '
+              "line 3252, in all_reduce\n"
+              "[rank0]:     work.wait()\n" + GLOO_TIMEOUT.format(r=0))
+    alone = diagnose([_log(tmp_path, "rank0.out", waited)])
+    assert alone.root_cause is not None and alone.root_cause.id == "gloo-collective-timeout"
+    assert alone.initiating_rank is None and alone.ranks.failed == []
+    assert any("not in this log" in note and "other ranks' logs" in note for note in alone.notes)
+    report = ("torch.distributed.elastic.multiprocessing.errors.ChildFailedError: \n"
+              "============================================================\n"
+              "train.py FAILED\n"
+              "------------------------------------------------------------\n"
+              "Failures:\n"
+              "[1]:\n"
+              "  time      : 2026-12-03_08:17:04\n"
+              "  host      : localhost\n"
+              "  rank      : 1 (local_rank: 1)\n"
+              "  exitcode  : -15 (pid: 26380)\n"
+              "  error_file: <N/A>\n"
+              "  traceback : Signal 15 (SIGTERM) received by PID 26380\n"
+              "------------------------------------------------------------\n"
+              "Root Cause (first observed failure):\n"
+              "[0]:\n"
+              "  time      : 2026-12-03_08:17:04\n"
+              "  host      : localhost\n"
+              "  rank      : 0 (local_rank: 0)\n"
+              "  exitcode  : 1 (pid: 26379)\n"
+              "  error_file: <N/A>\n"
+              "============================================================\n")
+    both = diagnose([_log(tmp_path, "job.out", steps + waited + report)])
+    assert both.root_cause is not None and both.root_cause.id == "gloo-collective-timeout"
+    assert both.initiating_rank == 1 and both.ranks.failed == [1]
+
+
+def test_ranks_that_only_report_a_peers_shutdown_name_no_one(tmp_path: Path) -> None:
+    shutdown = ("[1,{r}]<stderr>:horovod.common.exceptions.HorovodInternalError: Horovod has been shut down. This was "
+                "caused by an exception on one of the ranks or an attempt to allreduce, allgather or broadcast a tensor "
+                "after one of the ranks finished execution. If the shutdown was caused by an exception, you should see "
+                "the exception in the log before the first shutdown message.\n")
+    diagnosis = diagnose([_log(tmp_path, "hvd.out", shutdown.format(r=1) + shutdown.format(r=2))])
+    assert diagnosis.root_cause is not None and diagnosis.root_cause.id == "horovod-shut-down"
+    assert diagnosis.initiating_rank is None and diagnosis.ranks.failed == []
+    assert any("is not the cause" in note and "collect its output" in note for note in diagnosis.notes)
+    assert "First failed" not in render_text(diagnosis)

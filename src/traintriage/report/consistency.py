@@ -21,7 +21,8 @@ VICTIM_REASONS = ("first ", "the only rank with ")
 """Suspect reasons that come from the root cause's own lines (not from a peer or launcher)."""
 LAUNCHER_REASON = "torchrun's first observed failure"
 WAITING_CLASSES = frozenset({"nccl-watchdog-timeout", "nccl-remote-error", "gloo-connection-closed",
-                             "store-connection-lost", "rendezvous-closed"})
+                             "gloo-collective-timeout", "store-connection-lost", "rendezvous-closed",
+                             "horovod-shut-down", "jax-distributed-task-died", "mpi-tcp-peer-lost"})
 """Classes whose lines a rank prints while waiting for a peer: the rank printing them is a victim."""
 LOCAL_RANK_REASON = "torchrun agent saw local_rank"
 STALL_TAGS = frozenset({"hang", "stall", "deadlock", "no-progress"})
@@ -122,9 +123,10 @@ def rank_verdict(
         everyone = seen | set(failed_ranks)
         if facts.world_size and len(everyone) >= facts.world_size:
             return RankVerdict(None, [], [
-                f"All {facts.world_size} ranks fail while waiting for each other ({what}) and none shows an "
+                f"All {len(everyone)} ranks in this log fail while waiting for a peer ({what}) and none shows an "
                 "error of its own, so no rank is named as the first failure: the cause is outside these lines "
-                "(work one rank did outside the collective, or the network between the ranks)."])
+                "(a rank or node whose output is not here, work one rank did outside the collective, or the "
+                "network between the ranks); collect every node's output and diagnose it together."])
         return RankVerdict(None, [], [
             f"No rank in this log shows an error of its own before {what}: the ranks here are waiting for "
             f"one that stopped, and the earliest of them (rank {initiating}) is not the cause. Look for a rank "
