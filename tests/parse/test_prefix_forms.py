@@ -32,6 +32,8 @@ from traintriage.parse.prefix import failed_process_rank, parse_prefix, span_ran
         # kubectl logs --prefix: `[pod/%s/%s] `, then kubectl --timestamps
         ("[pod/trainer-worker-1/pytorch] 2026-12-03T07:12:40.123456789Z [rank9]: RuntimeError: x", 9,
          "trainer-worker-1", "RuntimeError"),
+        # Lightning's rank_prefixed_message: `[rank: N] `
+        ("[rank: 1] RuntimeError: x", 1, None, "RuntimeError"),
         # docker compose logs: `%-*s | ` with the container name, then the process's own tags
         ("vllm-openai-1  | (VllmWorker rank=1 pid=3487) ERROR 06-05 16:30:08 [worker_base.py:148] RuntimeError: x", 1,
          "vllm-openai-1", "RuntimeError"),

@@ -92,7 +92,8 @@ def analyze(
     candidates = score_entries(observations, kb, scanner, excused)
     points = _metric_points(observations, scans, scanner)
     evidence = failure_evidence(observations, scanner, points, excused)
-    _settle_excused(candidates, points, bool(_internal(observations, scanner, Internal.completion)), bool(evidence))
+    _settle_excused(candidates, kb, points, bool(_internal(observations, scanner, Internal.completion)),
+                    bool(evidence))
     seen_ranks = {o.rank for o in observations if o.rank is not None} | {p.rank for p in points if p.rank is not None}
     findings = _curve_findings(observations, points, candidates, names)
     anomalies = [f for f in findings if f is not None]
@@ -160,22 +161,33 @@ def _root_matches(scans: list[SourceScan], scanner: Scanner) -> dict[str, int]:
 
 
 def _settle_excused(
-    candidates: dict[str, Candidate], points: list[MetricPoint], completed: bool, failed: bool
+    candidates: dict[str, Candidate], kb: KnowledgeBase, points: list[MetricPoint], completed: bool, failed: bool
 ) -> None:
     """Lines an `excludes` pattern excused (an OOM the trainer says it recovers from, a
-    library TensorFlow could not load at import and does without) count only when the run
-    failed (a traceback, exception, fatal line or non-zero exit) and training made no
-    progress after them and never completed: then the recovery failed."""
+    library TensorFlow could not load at import and does without) count only when training
+    made no progress after them and never completed: then the recovery failed. A class
+    that is an error also needs the run to show it failed (a traceback, exception, fatal
+    line or non-zero exit); for a stall, the missing progress is the failure."""
     for entry_id, candidate in list(candidates.items()):
         if not candidate.excused:
             continue
         last = max(candidate.roots, key=lambda o: (o.hit.source, o.hit.line))
-        if (completed or not failed
+        if (completed or (not failed and not _is_stall(kb.get(entry_id)))
                 or any(p.source == last.hit.source and p.line > last.hit.line for p in points)):
             del candidates[entry_id]
         else:
             candidate.score *= EXCUSED_FACTOR
             candidate.reason += "; no progress after the recovery attempt"
+
+
+_STALL_TAGS = frozenset({"hang", "stall", "deadlock", "no-progress"})
+
+
+def _is_stall(entry: Entry | None) -> bool:
+    """A class whose failure is the missing progress (the same rule as report/consistency.py)."""
+    if entry is None:
+        return False
+    return bool(_STALL_TAGS & set(entry.tags)) or (entry.category.value == "distributed" and entry.id.endswith("-timeout"))
 
 
 def _metric_points(observations: list[Observation], scans: list[SourceScan], scanner: Scanner) -> list[MetricPoint]:

@@ -60,7 +60,8 @@ _TORCHRUN = re.compile(r"\[(?:default|worker|trainer)(\d{1,6})\]:\s?")
 # TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE="[${rank}]:" (torchrun's documented global-rank
 # template); never a bare `[0]:` line (torchrun's failure report numbers its entries so).
 _TEMPLATE_RANK = re.compile(r"\[(\d{1,6})\]:(?=\s?\S)\s?")
-_RANK_TAG = re.compile(r"\[(?i:rank)[ _-]?(\d{1,6})\]:?\s?")  # [rank3]: (PyTorch), [RANK 1] (loggers)
+# [rank3]: (PyTorch), [RANK 1] (loggers), [rank: 1] (Lightning's rank_prefixed_message)
+_RANK_TAG = re.compile(r"\[(?i:rank)(?:[ _-]|: )?(\d{1,6})\]:?\s?")
 # Open MPI: ORTE (4.x) `[1,3]<stderr>:`; PMIx/PRRTE (5.x) `[jobid,rank]<stream>: `, with
 # --output tag-fullname the whole namespace, with tag-detailed `[jobid,rank][host:pid]<stream>: `.
 _MPI_TAG = re.compile(r"\[[\w.@-]{1,80},(\d{1,6})\](?:\[([\w.-]{1,64}):\d{1,9}\])?" + _STREAM + r"\s?")
