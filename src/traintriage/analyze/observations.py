@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 
 from traintriage.ingest.sources import Source
-from traintriage.match.scan import LineHit, SourceScan
+from traintriage.match.scan import DATED, LineHit, SourceScan, Tail
 from traintriage.parse.prefix import Prefix, failed_process_rank, parse_prefix, rank_in_text, span_rank
 
 _YEAR = re.compile(r"\b(20\d\d)-\d\d-\d\d[T _]\d\d:\d\d")
@@ -133,7 +133,17 @@ def _dominant_year(scans: list[SourceScan]) -> int:
     """glog and syslog stamps carry no year; borrow it from a dated stamp in the log
     (torchrun's failure report always has one), else assume the current year."""
     for scan in scans:
-        for text in [*(h.text for h in scan.hits), *(t for h in scan.hits for t in h.after[:3]), *scan.tail]:
+        texts = [*(h.text for h in scan.hits), *(t for h in scan.hits for t in h.after[:3])]
+        tail = scan.tail
+        if isinstance(tail, Tail):  # packed: it knows whether it holds a dated stamp
+            if tail.dated:
+                texts.extend(tail)
+        else:
+            texts.extend(tail)
+        # One search per source: DATED is in every _YEAR match, none spans a line break.
+        if DATED.search("\n".join(texts)) is None:
+            continue
+        for text in texts:
             if "-" not in text[:80] or not _YEAR.search(text):
                 continue
             prefix = parse_prefix(text)

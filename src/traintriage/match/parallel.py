@@ -14,7 +14,7 @@ from dataclasses import replace
 
 from traintriage.ingest.sources import Source
 from traintriage.match.compiler import load_scanner
-from traintriage.match.scan import SourceScan, scan_source
+from traintriage.match.scan import SourceScan, Tail, scan_source
 
 MIN_BYTES_FOR_PROCESSES = 64 << 20
 MIN_SPLIT_BYTES = 128 << 20
@@ -29,8 +29,11 @@ Job = tuple[int, Source, bytes | None, int]
 
 
 def _scan_one(job: Job) -> SourceScan:
+    """In a worker: the scan, its tail packed for the trip back (see `Tail`)."""
     index, source, mask_key, budget = job
-    return scan_source(index, source, load_scanner(), mask_key, metric_budget=budget)
+    scan = scan_source(index, source, load_scanner(), mask_key, metric_budget=budget)
+    scan.tail = Tail(list(scan.tail))
+    return scan
 
 
 def keep_freed_buffers() -> None:

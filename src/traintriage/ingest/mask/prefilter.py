@@ -8,6 +8,7 @@ small literal database that is rebuilt when the set grows.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
 from typing import cast
@@ -21,11 +22,15 @@ LineHits = dict[int, int]
 
 
 class Prefilter:
-    """A compiled Hyperscan database and the scratch space one masker scans it with."""
+    """A compiled Hyperscan database and the scratch space one masker scans it with.
 
-    def __init__(self, database: hyperscan.Database) -> None:
+    With `shared`, the scratch is this thread's one for the database (the detector database
+    is the same for every masker, and a fleet of 20,000 small logs made a masker, hence a
+    scratch, per log); a database made for one masker (learned literals) gets its own."""
+
+    def __init__(self, database: hyperscan.Database, *, shared: bool = False) -> None:
         self._database = database
-        self._scratch = hyperscan.Scratch(database)
+        self._scratch = _thread_scratch(database) if shared else hyperscan.Scratch(database)
 
     def scan(self, data: bytes | bytearray, hits: LineHits | None = None) -> LineHits:
         """Map every line of ``data`` that some pattern matched to the ids that matched it."""
@@ -70,6 +75,21 @@ class Prefilter:
             pieces.append(data[start:end])
             offset += end - start + 1
         return {origin[start]: bits for start, bits in self.scan(b"\n".join(pieces)).items()}
+
+
+_THREADS = threading.local()
+
+
+def _thread_scratch(database: hyperscan.Database) -> hyperscan.Scratch:
+    """This thread's scratch for a long-lived database: Hyperscan refuses one scratch in two
+    scans at once, and a server masks several uploads at once in threads of one process."""
+    scratches: dict[int, tuple[hyperscan.Database, hyperscan.Scratch]] | None = getattr(_THREADS, "scratches", None)
+    if scratches is None:
+        scratches = _THREADS.scratches = {}
+    held = scratches.get(id(database))
+    if held is None or held[0] is not database:
+        held = scratches[id(database)] = (database, hyperscan.Scratch(database))
+    return held[1]
 
 
 def _hs_escape(literal: bytes) -> bytes:
