@@ -247,11 +247,23 @@ def _ctime(head: str, found: _Peeled) -> int:
 
 
 def _syslog(head: str, found: _Peeled) -> int:
+    if head[:3] not in _MONTHS:
+        return 0
     match = _SYSLOG.match(head)
-    if not match or match.group(1) not in _MONTHS:
+    if not match:
         return 0
     found.time = found.time or _parse_named_month(match, found.year)
     found.host = found.host or match.group(6)
+    return match.end()
+
+
+def _compose(head: str, found: _Peeled) -> int:
+    if " | " not in head[:130]:  # the literal first: every line starting with a letter gets here
+        return 0
+    match = _COMPOSE.match(head)
+    if not match:
+        return 0
+    found.host = found.host or match.group(1)
     return match.end()
 
 
@@ -265,6 +277,8 @@ def _vllm_header(head: str, found: _Peeled) -> int:
 
 
 def _bare_host(head: str, found: _Peeled) -> int:
+    if found.host is not None or ": " not in head[:65]:  # the literal first: most lines have none
+        return 0
     match = _HOST.match(head)
     if not match or found.host is not None:
         return 0
@@ -302,7 +316,7 @@ _PEELERS: tuple[tuple[str, Callable[[str, _Peeled], int]], ...] = (
     ("JFMASOND", _syslog),
     ("DIWEC", _vllm_header),
     (_LOWER + _DIGITS, _bare_host),
-    (string.ascii_letters, _host(_COMPOSE)),
+    (string.ascii_letters, _compose),
 )
 
 
