@@ -43,6 +43,7 @@ BOUNDED: dict[str, str] = {
     "parse/environment.py": _HIT_TEXT,
     "parse/torchrun.py": _HIT_TEXT,
     "parse/traceback.py": _HIT_TEXT,
+    "parse/prefix.py": _HIT_TEXT + " (its callers: observations, report, diff)",
     "parse/metrics.py": f"sampled metric lines, cut to MAX_METRIC_LINE={MAX_METRIC_LINE} by scan.metric_slice",
     "report/build.py": _HIT_TEXT,
     "report/quote.py": _HIT_TEXT,
