@@ -20,8 +20,7 @@ from traintriage.ingest.sources import Source, discover, sources_from_bytes
 from traintriage.kb.loader import load_kb
 from traintriage.match.compiler import load_scanner
 from traintriage.match.parallel import scan_sources
-from traintriage.match.scan import CLOCK, SourceScan, Tail, holds_clock
-from traintriage.parse.prefix import parse_prefix
+from traintriage.match.scan import SourceScan, last_time
 from traintriage.report.build import build_diagnosis
 from traintriage.report.model import Diagnosis
 
@@ -69,7 +68,7 @@ def _run_sources(
         with progress(sum(s.size or 0 for s in sources)) as advance:
             scans = scan_sources(sources, jobs=jobs, mask_key=mask_key, on_bytes=advance)
     for scan in scans:
-        scan.tail_time = _tail_time(scan)
+        scan.tail_time = last_time(scan.tail)
     observations = place(scans, sources)
     analysis = analyze(observations, scans, kb, scanner, [s.name for s in sources])
     return Run(sources=sources, scans=scans, observations=observations, analysis=analysis, warnings=warnings)
@@ -92,23 +91,3 @@ def _diagnosis(result: Run, started: float) -> Diagnosis:
                                 time.perf_counter() - started)
     diagnosis.warnings[:0] = result.warnings  # what discovery did not read, before what scans met
     return diagnosis
-
-
-def _tail_time(scan: SourceScan) -> float | None:
-    """The last time stamped in the tail. Every time form parse_prefix reads (ISO, glog,
-    syslog, dmesg) holds a clock time: a tail line without one (a traceback's) is not parsed,
-    which on a fleet of small logs was 40 prefix parses per file."""
-    if not _holds_clock(scan.tail):
-        return None
-    for text in reversed(scan.tail):
-        if CLOCK.search(text) is None:
-            continue
-        stamp = parse_prefix(text).time
-        if stamp is not None:
-            return stamp.timestamp()
-    return None
-
-
-def _holds_clock(tail: list[str] | Tail) -> bool:
-    """One search per tail, none for a packed one (it knows)."""
-    return tail.clock if isinstance(tail, Tail) else holds_clock("\n".join(tail))

@@ -8,8 +8,8 @@ from datetime import datetime, timezone
 
 import pytest
 
-from traintriage import pipeline
-from traintriage.match.scan import SourceScan
+from traintriage.match import scan as scanning
+from traintriage.match.scan import Tail, last_time
 
 TRACEBACK = [
     "Traceback (most recent call last):",
@@ -29,18 +29,19 @@ STAMPED = [
 
 @pytest.mark.parametrize(("line", "expected"), STAMPED)
 def test_the_last_stamp_is_found_behind_a_traceback(line: str, expected: datetime) -> None:
-    scan = SourceScan(source=0, tail=["step 39 loss 2.1", line, *TRACEBACK])
-    assert pipeline._tail_time(scan) == expected.timestamp()
+    tail = ["step 39 loss 2.1", line, *TRACEBACK]
+    assert last_time(tail) == expected.timestamp()
+    assert last_time(Tail(tail)) == expected.timestamp()  # packed in a worker: read there
 
 
 def test_the_latest_of_several_stamps_wins() -> None:
-    scan = SourceScan(source=0, tail=[STAMPED[0][0], "2024-05-01 10:09:00 step 41", *TRACEBACK])
-    assert pipeline._tail_time(scan) == datetime(2024, 5, 1, 10, 9, tzinfo=timezone.utc).timestamp()
+    tail = [STAMPED[0][0], "2024-05-01 10:09:00 step 41", *TRACEBACK]
+    assert last_time(tail) == datetime(2024, 5, 1, 10, 9, tzinfo=timezone.utc).timestamp()
 
 
 def test_a_tail_without_clock_times_parses_no_prefix(monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[str] = []
-    monkeypatch.setattr(pipeline, "parse_prefix", lambda text: calls.append(text))
-    scan = SourceScan(source=0, tail=["step 39 loss 2.1 | lr 3e-4 | 12.5 it/s", *TRACEBACK] * 8)
-    assert pipeline._tail_time(scan) is None
+    monkeypatch.setattr(scanning, "parse_prefix", lambda text: calls.append(text))
+    tail = ["step 39 loss 2.1 | lr 3e-4 | 12.5 it/s 00:12<01:40", *TRACEBACK] * 8
+    assert last_time(tail) is None and last_time(Tail(tail)) is None
     assert calls == []

@@ -8,6 +8,7 @@ to noise and to the curve's own scale), never against a fixed threshold.
 from __future__ import annotations
 
 import math
+import operator
 from bisect import bisect_left, insort
 from collections import defaultdict
 from dataclasses import dataclass
@@ -35,9 +36,13 @@ class CurveFinding:
 
 def by_rank(points: list[MetricPoint]) -> dict[int | None, list[MetricPoint]]:
     grouped: dict[int | None, list[MetricPoint]] = defaultdict(list)
-    for point in sorted(points, key=lambda p: (p.source, p.line)):
+    for point in sorted(points, key=_LOG_ORDER):
         grouped[point.rank].append(point)
     return grouped
+
+
+_LOG_ORDER = operator.attrgetter("source", "line")
+"""The sort key of the grouping each check asks for (~8,000 points a run): no Python call per point."""
 
 
 def first_nonfinite(points: list[MetricPoint]) -> CurveFinding | None:
