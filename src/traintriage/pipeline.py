@@ -78,15 +78,16 @@ def diagnose(
     paths: list[str], *, mask: bool = True, jobs: int | None = None, progress: ProgressFactory | None = None
 ) -> Diagnosis:
     """Diagnose the logs at `paths` (files, directories, '-' for stdin)."""
-    return _diagnosis(*run(paths, mask=mask, jobs=jobs, progress=progress))
+    return diagnosis_of_run(*run(paths, mask=mask, jobs=jobs, progress=progress))
 
 
 def diagnose_bytes(items: list[tuple[str, bytes]], *, mask: bool = True) -> Diagnosis:
     """Diagnose logs held in memory, each (display name, raw bytes); see `run_bytes`."""
-    return _diagnosis(*run_bytes(items, mask=mask))
+    return diagnosis_of_run(*run_bytes(items, mask=mask))
 
 
-def _diagnosis(result: Run, started: float) -> Diagnosis:
+def diagnosis_of_run(result: Run, started: float) -> Diagnosis:
+    """The report of a finished run, for front doors that also keep the Run (the web app's timeline)."""
     diagnosis = build_diagnosis(result.sources, result.scans, result.analysis, load_kb(),
                                 time.perf_counter() - started)
     diagnosis.warnings[:0] = result.warnings  # what discovery did not read, before what scans met

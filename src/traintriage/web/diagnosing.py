@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import time
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
-from traintriage.kb.loader import load_kb
-from traintriage.pipeline import run_bytes
-from traintriage.report.build import build_diagnosis
+from traintriage.pipeline import diagnosis_of_run, run_bytes
 from traintriage.report.model import Diagnosis
 from traintriage.web.document import build_document, contract_part
 from traintriage.web.storage import DiagnosisStore
@@ -21,8 +18,7 @@ def diagnose_and_store(items: list[tuple[str, bytes]], store: DiagnosisStore, ow
     """Diagnose uploaded logs (masked at ingest, never written to disk) and store the result;
     returns its id. Runs in a worker thread: scanning is CPU-bound."""
     run, started = run_bytes(items, mask=True)
-    diagnosis = build_diagnosis(run.sources, run.scans, run.analysis, load_kb(), time.perf_counter() - started)
-    diagnosis.warnings[:0] = run.warnings
+    diagnosis = diagnosis_of_run(run, started)
     document = build_document(diagnosis, run)
     return store.save_diagnosis(document, owner=owner, sources=[name for name, _ in items])
 
