@@ -4,16 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from traintriage.pipeline import diagnose
-
-
-def _facts(tmp_path: Path, text: str):  # type: ignore[no-untyped-def]
-    path = tmp_path / "job.log"
-    path.write_text(text)
-    diagnosis = diagnose([str(path)])
-    assert diagnosis.facts is not None
-    return diagnosis.facts
-
+from tests.analyze.run_facts import facts_of as _facts
 
 OOM = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.50 GiB. GPU 0 has a total capacity of "
        "23.68 GiB of which 812.00 MiB is free. Including non-PyTorch memory, this process has 22.88 GiB memory in use.")

@@ -5,17 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from tests.analyze.run_facts import facts_of as _facts
 from traintriage.analyze.facts import kept_texts, remedies_in_use
-from traintriage.pipeline import diagnose, run_bytes
-
-
-def _facts(tmp_path: Path, text: str):  # type: ignore[no-untyped-def]
-    path = tmp_path / "job.log"
-    path.write_text(text)
-    diagnosis = diagnose([str(path)])
-    assert diagnosis.facts is not None
-    return diagnosis.facts
-
+from traintriage.pipeline import run_bytes
 
 OOM_HINT = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of "
             "79.25 GiB of which 1.10 GiB is free. Including non-PyTorch memory, this process has 78.14 GiB memory in "
