@@ -16,6 +16,8 @@ from traintriage.ingest.sources import discover, rank_from_path
     ("name", "rank"),
     [
         ("rank3.log", 3), ("rank_3.out", 3), ("worker-3.log", 3), ("logs/run/attempt_0/3/stderr.log", 3),
+        ("out/1/rank.3/stderr", 3), ("out/1/rank.03/stdout", 3), ("out/rank.12/stderr", 12),
+        ("out/prterun-node7-40213@1/rank.2/stdout", 2), ("out/7/rank.x/stderr", None), ("out/1/stderr", None),
         ("slurm-4412-7.out", None), ("slurm-884412_5.out", None), ("job.log", None), ("train.py.log", None),
     ],
 )

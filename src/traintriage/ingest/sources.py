@@ -1,8 +1,9 @@
 """Turn what the user named (files, directories, '-', archives, uploaded bytes) into readable log sources.
 
 A per-rank file carries its rank in its name or folder (`rank3.log`, `worker-3.log`,
-torchrun `--log-dir` layout `attempt_0/3/stderr.log`); that rank applies to every line of
-the file that does not name its own. Other digits in a name (a job id, a Slurm array task
+torchrun `--log-dir` layout `attempt_0/3/stderr.log`, Open MPI `mpirun --output-filename DIR`
+layout `DIR/<job>/rank.3/stderr`); that rank applies to every line of the file that does not
+name its own. Other digits in a name (a job id, a Slurm array task
 in `slurm-884412_5.out`) say nothing about ranks and are ignored.
 
 Pipes, FIFOs and stdin are opened once and read from their first byte: the binary check
@@ -40,6 +41,9 @@ _SKIPPED_SUFFIXES = frozenset({".json", ".pt", ".bin", ".safetensors", ".pkl", "
 # Applied to a file's path relative to the directory named (or to its bare name): short strings.
 _RANK_IN_NAME = (
     re.compile(r"(?:^|/)attempt_\d+/(\d{1,6})/(?:stdout|stderr)\.log$"),
+    # Open MPI 4.x (ORTE iof_base_setup.c) writes `DIR/<local jobid>/rank.<N>/stdout|stderr`; Open MPI 5
+    # (OpenPMIx pmix_iof.c) `DIR/<nspace>/rank.<N>/...`; `:nojobid` drops the job folder. N is zero-padded.
+    re.compile(r"(?:^|/)rank\.(\d{1,6})/(?:stdout|stderr)$"),
     re.compile(r"(?:^|[/_.-])(?:rank|worker|proc|process|task|local_rank)[-_.]?(\d{1,6})(?:[._-][^/]*)?$", re.I),
 )
 _MAX_NAME = 4096
