@@ -180,6 +180,14 @@ def serve(
     return serve_command(host, port, workers)
 
 
+@app.command()
+def lsp() -> int:
+    """Run the language server for editors on stdin/stdout (needs the lsp extra)."""
+    from traintriage.lsp.command import lsp_command
+
+    return lsp_command()
+
+
 @site_app.command("build")
 def site_build(out: Annotated[Path, typer.Argument(help="Output folder.")]) -> int:
     """Write the encyclopedia as static files (relative links, search index as JSON)."""

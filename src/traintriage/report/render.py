@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from traintriage.report.model import Diagnosis, Evidence, Facts, FixAdvice, RootCause, Status
+from traintriage.report.model import Collateral, Diagnosis, Evidence, Facts, FixAdvice, RootCause, Status
 from traintriage.report.quote import quote
 
 LABEL_WIDTH = 13
@@ -138,6 +138,29 @@ def _first_failed(diagnosis: Diagnosis) -> str | None:
     return f"rank {diagnosis.initiating_rank}{suffix}"
 
 
+def collateral_cause(diagnosis: Diagnosis, item: Collateral) -> str:
+    """Why a collateral class is not a cause, in the words of the terminal report and the editor."""
+    if diagnosis.initiating_rank is not None:
+        return f"caused by the failure on rank {diagnosis.initiating_rank}"
+    return f"consequence of {item.explained_by}"
+
+
+def fix_markdown(fix: FixAdvice) -> list[str]:
+    """The fix chosen for this run as Markdown lines: the Markdown report and the editor's
+    hover show the same summary, reason, steps in this run's order, pointer and snippets."""
+    out = [fix.summary + "\n"]
+    reason = fix_reason(fix)
+    if reason:
+        out.append(reason + "\n")
+    out.extend(f"{n}. {step}" for n, step in enumerate(fix.steps, 1))
+    out.append("")
+    if fix.more:
+        out.append(f"Steps for other situations: `{fix.more}`\n")
+    for stack, code in fix.code.items():
+        out.append(f"**{stack}**\n\n```\n{code.rstrip()}\n```\n")
+    return out
+
+
 def text_lines(diagnosis: Diagnosis) -> list[tuple[str, str]]:
     """(label, text) rows; the CLI styles them, tests read them plain."""
     rows: list[tuple[str, str]] = []
@@ -163,9 +186,7 @@ def text_lines(diagnosis: Diagnosis) -> list[tuple[str, str]]:
             rows.append(("Your code", words["your_code"]))
         for item in diagnosis.collateral:
             ranks = f"ranks {rank_ranges(item.ranks)}  " if item.ranks else ""
-            cause = f"caused by the failure on rank {diagnosis.initiating_rank}" if diagnosis.initiating_rank is not None \
-                else f"consequence of {item.explained_by}"
-            rows.append(("Collateral", f"{ranks}{item.title or item.id} — {cause}"))
+            rows.append(("Collateral", f"{ranks}{item.title or item.id} — {collateral_cause(diagnosis, item)}"))
         explained = {c.id for c in diagnosis.collateral}
         rivals = [c for c in diagnosis.candidates[1:] if c.id not in explained][:3]
         if rivals:
@@ -250,16 +271,7 @@ def render_markdown(diagnosis: Diagnosis) -> str:
         out.append("")
     if diagnosis.fix:
         out.append("### Fix\n")
-        out.append(diagnosis.fix.summary + "\n")
-        reason = fix_reason(diagnosis.fix)
-        if reason:
-            out.append(reason + "\n")
-        out.extend(f"{n}. {step}" for n, step in enumerate(diagnosis.fix.steps, 1))
-        out.append("")
-        if diagnosis.fix.more:
-            out.append(f"Steps for other situations: `{diagnosis.fix.more}`\n")
-        for stack, code in diagnosis.fix.code.items():
-            out.append(f"**{stack}**\n\n```\n{code.rstrip()}\n```\n")
+        out.extend(fix_markdown(diagnosis.fix))
     if diagnosis.verify:
         out.append(f"### Verify\n\n{diagnosis.verify}\n")
     if diagnosis.environment:
