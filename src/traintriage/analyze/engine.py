@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
 from traintriage.analyze import curves, refine
@@ -47,6 +47,9 @@ class Analysis:
     confidence: dict[str, float]
     failed: bool
     matches: dict[str, int]
+    observations: list[Observation] = field(default_factory=list)
+    """Every matched line with the rank, host and time `place` gave it: the report reads a
+    line's rank from here instead of placing it again."""
 
 
 def _internal(observations: list[Observation], scanner: Scanner, kind: Internal) -> list[Observation]:
@@ -142,7 +145,7 @@ def analyze(
     return Analysis(ranked=ranked, root=root, collateral=collateral, suspects=suspects,
                     initiating_rank=initiating, seen_ranks=seen_ranks, anomalies=anomalies,
                     environment=environment, traceback=traceback, salient=salient, confidence=confidence,
-                    failed=failed, matches=_root_matches(scans, scanner))
+                    failed=failed, matches=_root_matches(scans, scanner), observations=observations)
 
 
 def _root_matches(scans: list[SourceScan], scanner: Scanner) -> dict[str, int]:

@@ -17,7 +17,7 @@ from traintriage.kb.schema import Entry, Role
 from traintriage.match.compiler import PatternKind, load_scanner
 from traintriage.match.scan import SourceScan
 from traintriage.parse.prefix import parse_prefix
-from traintriage.parse.traceback import Frame, parse_traceback
+from traintriage.parse.traceback import Frame, Traceback, parse_traceback
 from traintriage.report import consistency
 from traintriage.report.fixes import choose_fix
 from traintriage.report.model import (
@@ -138,33 +138,50 @@ def _facts_out(facts: RunFacts, environment: dict[str, str], entry: Entry) -> Fa
                  versions=dict(environment))
 
 
-def _user_frame(analysis: Analysis, scans: list[SourceScan], rank: int | None) -> Frame | None:
+def _user_frame(analysis: Analysis, own: Traceback | None, nearby: Traceback | None) -> Frame | None:
     """The culprit rank's innermost frame in the user's own code: from the root cause's
-    traceback, else from another traceback the same rank printed (a chained exception, the
-    re-raise in the script), nearest to the root cause's first line."""
+    traceback, else from another traceback the same rank printed (`_culprit_traceback`)."""
     first = analysis.root.first if analysis.root else None
     worker = _worker_user_frame(first) if first is not None else None
     if worker is not None:
         return worker
-    traceback = analysis.traceback
-    if traceback is not None and traceback.user_frame is not None:
-        return traceback.user_frame
+    if own is not None and own.user_frame is not None:
+        return own.user_frame
     if first is None:
         return None
     if "Fatal Python error" in first.message:
         return _faulthandler_user_frame(first)
-    hits = [hit for scan in scans if scan.source == first.hit.source for hit in scan.hits if hit.before]
-    hits.sort(key=lambda hit: abs(hit.line - first.hit.line))
-    for hit in hits:
-        if not any("Traceback (most recent call last)" in line for line in hit.before):
+    return nearby.user_frame if nearby is not None else None
+
+
+def _own_traceback(analysis: Analysis, rank: int | None) -> Traceback | None:
+    """The root cause line's own traceback, unless another rank than the culprit printed it."""
+    first = analysis.root.first if analysis.root else None
+    if first is not None and rank is not None and first.rank is not None and first.rank != rank:
+        return None
+    return analysis.traceback
+
+
+def _culprit_traceback(analysis: Analysis, rank: int | None) -> Traceback | None:
+    """A traceback with a user frame that the culprit rank printed (a chained exception, the
+    re-raise in the script), nearest to the root cause's first line. A line's rank is the
+    one the analysis placed it with, so torchrun's `[default1]:` counts as rank 1 exactly
+    when the analysis says it does."""
+    first = analysis.root.first if analysis.root else None
+    if first is None:
+        return None
+    nearby = [o for o in analysis.observations if o.hit.before
+              and (o.hit.source == first.hit.source or (rank is not None and o.rank == rank))]
+    nearby.sort(key=lambda o: (o.hit.source != first.hit.source, abs(o.hit.line - first.hit.line)))
+    for observation in nearby:
+        if rank is not None and observation.rank is not None and observation.rank != rank:
             continue
-        hit_rank = parse_prefix(hit.text).rank
-        if rank is not None and hit_rank is not None and hit_rank != rank:
+        if not any("Traceback (most recent call last)" in line for line in observation.hit.before):
             continue
-        lines = [context.message for context in same_rank_context(hit.before, rank)]
-        parsed = parse_traceback(lines, hit.text)
+        context = same_rank_context(observation.hit.before, observation.rank, local_rank=observation.local_rank)
+        parsed = parse_traceback([c.message for c in context], observation.hit.text)
         if parsed is not None and parsed.user_frame is not None:
-            return parsed.user_frame
+            return parsed
     return None
 
 
@@ -251,9 +268,12 @@ def build_diagnosis(
     suspects = consistency.local_rank_mapped(analysis.suspects, facts, _report_ranks(scans))
     verdict = consistency.rank_verdict(suspects, entry, facts, _ranks_of(root), analysis.seen_ranks)
     initiating = verdict.initiating
-    traceback = analysis.traceback
-    frame = _user_frame(analysis, scans, initiating if initiating is not None else (root.first.rank if root.first
-                                                                                   else None))
+    culprit = initiating if initiating is not None else (root.first.rank if root.first else None)
+    own = _own_traceback(analysis, culprit)
+    nearby = None if own is not None and own.user_frame is not None else _culprit_traceback(analysis, culprit)
+    frame = _user_frame(analysis, own, nearby)
+    # Another rank's traceback ended at the root line: the exception shown is the culprit's own.
+    traceback = own if own is not None or analysis.traceback is None else nearby
     root_out = RootCause(
         id=entry.id,
         title=entry.title,
