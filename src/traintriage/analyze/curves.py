@@ -34,10 +34,25 @@ class CurveFinding:
     point: MetricPoint
 
 
-def by_rank(points: list[MetricPoint]) -> dict[int | None, list[MetricPoint]]:
-    grouped: dict[int | None, list[MetricPoint]] = defaultdict(list)
+CurveKey = int | tuple[int, str | None, int] | None
+"""One process's curve: its global rank; else, on a log spanning nodes, (source, host, local
+rank), so two nodes' `[default0]:` lines stay two curves; else None (untagged lines)."""
+
+
+def curve_of(point: MetricPoint) -> CurveKey:
+    if point.rank is not None:
+        return point.rank
+    if point.local_rank is not None:
+        return (point.source, point.host, point.local_rank)
+    return None
+
+
+def by_rank(points: list[MetricPoint]) -> dict[CurveKey, list[MetricPoint]]:
+    """Points per process curve (`curve_of`), in log order; a finding takes its rank from
+    the curve's points (None when only the node and local rank are known)."""
+    grouped: dict[CurveKey, list[MetricPoint]] = defaultdict(list)
     for point in sorted(points, key=_LOG_ORDER):
-        grouped[point.rank].append(point)
+        grouped[curve_of(point)].append(point)
     return grouped
 
 
@@ -61,7 +76,7 @@ def first_nonfinite(points: list[MetricPoint]) -> CurveFinding | None:
 def persistent_nonfinite_grad(points: list[MetricPoint]) -> CurveFinding | None:
     """Grad norm NaN/Inf from some step to the end of the log, while the logged loss may
     stay finite (HF Trainer's `logging_nan_inf_filter` hides NaN losses)."""
-    for rank, series in by_rank(points).items():
+    for series in by_rank(points).values():
         grads = [p for p in series if p.grad_norm is not None]
         if len(grads) < 3 or math.isfinite(grads[-1].grad_norm or 0.0):
             continue
@@ -70,14 +85,15 @@ def persistent_nonfinite_grad(points: list[MetricPoint]) -> CurveFinding | None:
             onset -= 1
         if len(grads) - onset >= 3:
             first = grads[onset]
-            return CurveFinding("loss-nan", rank, first.step,
+            return CurveFinding("loss-nan", first.rank, first.step,
                                 f"grad norm became {first.grad_norm} at step {first.step} and stayed non-finite", first)
     return None
 
 
 def recovered_after(points: list[MetricPoint], finding: CurveFinding) -> bool:
-    """A single non-finite value followed by finite losses on the same rank (AMP warm-up)."""
-    later = [p for p in points if p.rank == finding.rank and p.line > finding.point.line and p.loss is not None]
+    """A single non-finite value followed by finite losses on the same curve (AMP warm-up)."""
+    curve = curve_of(finding.point)
+    later = [p for p in points if curve_of(p) == curve and p.line > finding.point.line and p.loss is not None]
     return len(later) >= 3 and all(math.isfinite(p.loss or math.nan) for p in later[-3:])
 
 
@@ -97,7 +113,7 @@ def _first_jumps(
     """Per rank, the first value above `factor` x the rolling median before it (and `min_gap` above it)."""
     findings: list[CurveFinding] = []
     label = field.replace("_", " ")
-    for rank, series in by_rank(points).items():
+    for series in by_rank(points).values():
         finite = [(p, v) for p in series if (v := getattr(p, field)) is not None and math.isfinite(v)]
         if len(finite) < min_points:
             continue
@@ -106,7 +122,7 @@ def _first_jumps(
             base = median_of_sorted(window)
             point, value = finite[index]
             if base > 0 and value > factor * base and value - base > min_gap:
-                findings.append(CurveFinding(kind, rank, point.step, f"{label} {base:.4g} -> {value:.4g}", point))
+                findings.append(CurveFinding(kind, point.rank, point.step, f"{label} {base:.4g} -> {value:.4g}", point))
                 break
             insort(window, value)
             if index >= ROLLING:
@@ -117,7 +133,7 @@ def _first_jumps(
 def throughput_drops(points: list[MetricPoint]) -> list[CurveFinding]:
     """Throughput (or step time) at the end of the log far worse than in its first half."""
     findings: list[CurveFinding] = []
-    for rank, series in by_rank(points).items():
+    for series in by_rank(points).values():
         for label, higher_is_better in (("throughput", True), ("step time", False)):
             values = [(p, getattr(p, "throughput" if higher_is_better else "step_time")) for p in series]
             values = [(p, v) for p, v in values if v]
@@ -128,7 +144,7 @@ def throughput_drops(points: list[MetricPoint]) -> list[CurveFinding]:
             late = median(v for _, v in tail)
             ratio = early / late if higher_is_better else late / early
             if early > 0 and late > 0 and ratio > DROP_FACTOR:
-                findings.append(CurveFinding("throughput-drop", rank, tail[0][0].step,
+                findings.append(CurveFinding("throughput-drop", tail[0][0].rank, tail[0][0].step,
                                              f"{label} {early:.4g} in the first half, {late:.4g} at the end", tail[0][0]))
                 break
     return findings
@@ -140,7 +156,7 @@ def diverged(points: list[MetricPoint]) -> CurveFinding | None:
     The baseline is the lowest rolling median before the tail, not the early loss: a
     language model starts near ln(vocab), so its early median hides a later blow-up.
     """
-    for rank, series in by_rank(points).items():
+    for series in by_rank(points).values():
         losses = [p.loss for p in series if p.loss is not None and math.isfinite(p.loss)]
         if len(losses) < MIN_POINTS:
             continue
@@ -153,7 +169,7 @@ def diverged(points: list[MetricPoint]) -> CurveFinding | None:
         if best > 0 and late > DIVERGED_FACTOR * best and late - best > 1.0:
             tail_points = [p for p in series if p.loss is not None and math.isfinite(p.loss)][-tail_size:]
             onset = _onset(series, best)
-            return CurveFinding("loss-divergence", rank, onset.step,
+            return CurveFinding("loss-divergence", series[0].rank, onset.step,
                                 f"loss fell to {best:.4g}, then rose to {late:.4g} and stayed there", onset or tail_points[0])
     return None
 
@@ -167,7 +183,8 @@ def _onset(series: list[MetricPoint], best: float) -> MetricPoint:
 
 def straggler(points: list[MetricPoint]) -> CurveFinding | None:
     """A rank whose median step time is consistently above its peers'."""
-    per_rank = {r: [p.step_time for p in s if p.step_time] for r, s in by_rank(points).items() if r is not None}
+    per_rank = {s[0].rank: [p.step_time for p in s if p.step_time] for s in by_rank(points).values()
+                if s[0].rank is not None}
     per_rank = {r: times for r, times in per_rank.items() if len(times) >= 5}
     if len(per_rank) < 2:
         return None

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 
 from traintriage.analyze import curves, refine
 from traintriage.analyze.confidence_map import calibrated
-from traintriage.analyze.observations import Observation, same_rank_context
+from traintriage.analyze.observations import Observation, local_tags_are_global, same_rank_context
 from traintriage.analyze.ranks import SuspectRank, earliest_rank, report_ranks, suspects_for
 from traintriage.analyze.salient import excused_orders, failure_evidence, salient_lines
 from traintriage.analyze.scoring import Candidate, rank_candidates, score_entries
@@ -204,6 +204,9 @@ def _metric_points(observations: list[Observation], scans: list[SourceScan], sca
         point = parse_metric_line(observation.hit.text, observation.hit.source, observation.hit.line, observation.rank)
         if point is not None:
             points.append(point)
+    if any(p.local_only for p in points) and not local_tags_are_global(scans):
+        # several nodes: a `[defaultN]:` tag is no global rank; the curves tell nodes apart (curves.curve_of)
+        points = [replace(p, rank=None) if p.local_only else p for p in points]
     return points
 
 

@@ -81,6 +81,18 @@ def local_ranks_are_global(prefixes: list[tuple[int, Prefix]]) -> bool:
     return len(sources) <= 1 and len(hosts) <= 1
 
 
+def local_tags_are_global(scans: list[SourceScan], parsed: list[list[Prefix]] | None = None) -> bool:
+    """`local_ranks_are_global` over a whole run: the matched lines' prefixes (`parsed`, one
+    list per scan, when the caller has them) and the sampled metric lines."""
+    if parsed is None:
+        parsed = [[parse_prefix(hit.text) for hit in scan.hits] for scan in scans]
+    tagged = [(scan.source, prefix) for scan, prefixes in zip(scans, parsed, strict=True) for prefix in prefixes]
+    # the sampled metric lines span the whole log: the other nodes' hosts show there
+    tagged += [(scan.source, Prefix(rank=p.rank, host=p.host, time=None, message="", local_rank=p.local_rank))
+               for scan in scans for p in scan.metrics if p.local_rank is not None]
+    return local_ranks_are_global(tagged)
+
+
 def _rank_after(hit: LineHit) -> int | None:
     """A rank printed just after the line: TGI's `rank=N` span field closing a shard's
     output, before the launcher's next (time-stamped) event."""
@@ -97,11 +109,7 @@ def place(scans: list[SourceScan], sources: list[Source]) -> list[Observation]:
     observations: list[Observation] = []
     year = _dominant_year(scans)
     parsed = [[parse_prefix(hit.text, year) for hit in scan.hits] for scan in scans]
-    tagged = [(scan.source, prefix) for scan, prefixes in zip(scans, parsed, strict=True) for prefix in prefixes]
-    # the sampled metric lines span the whole log: the other nodes' hosts show there
-    tagged += [(scan.source, Prefix(rank=p.rank, host=p.host, time=None, message="", local_rank=p.local_rank))
-               for scan in scans for p in scan.metrics if p.local_rank is not None]
-    local_is_global = local_ranks_are_global(tagged)
+    local_is_global = local_tags_are_global(scans, parsed)
     for scan, prefixes in zip(scans, parsed, strict=True):
         source = sources[scan.source]
         for hit, prefix in zip(scan.hits, prefixes, strict=True):

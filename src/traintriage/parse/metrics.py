@@ -46,6 +46,9 @@ class MetricPoint:
     host: str | None = None
     local_rank: int | None = None
     """torchrun's local-rank tag of the line: with `host`, it tells whether the log spans nodes."""
+    local_only: bool = False
+    """`rank` is only the local-rank tag (no global tag, no per-rank file): the analysis keeps
+    it as the rank only when the log shows one node."""
 
 
 def _float(text: str | None) -> float | None:
@@ -97,6 +100,7 @@ def parse_metric_line(line: str, source: int, number: int, rank: int | None = No
         text=line[:MAX_TEXT],
         host=prefix.host,
         local_rank=prefix.local_rank,
+        local_only=prefix.rank is None and rank is None and prefix.local_rank is not None,
     )
 
 
