@@ -50,6 +50,36 @@ FAILED = {
         "Assertion `srcIndex < srcSelectDimSize`",
         " failed.",
     ],
+    "an exception class with a private name": [
+        "torch._C._LinAlgError: linalg.cholesky: The factorization could not be completed because the input is not "
+        "positive-definite (the leading minor of order 12 is not positive-definite).",
+    ],
+    "an internal assert pasted inside the application's own message": [
+        'Request 17 failed: NVML_SUCCESS == r INTERNAL ASSERT FAILED at "/pytorch/c10/cuda/CUDACachingAllocator.cpp":'
+        "1131, please report a bug to PyTorch.",
+    ],
+    "libc++ terminate on macOS": [
+        "libc++abi: terminating due to uncaught exception of type std::runtime_error: [metal::Device] Unable to load "
+        "kernel gemv_float32",
+    ],
+    "a tensorflow op failed with an error status": [
+        "2026-12-03 07:12:40.655: W tensorflow/core/framework/op_kernel.cc:1816] OP_REQUIRES failed at "
+        "xla_ops.cc:503 : INTERNAL: ptxas exited with non-zero error code 65280",
+    ],
+    "slurm refused the job": ["sbatch: error: Batch job submission failed: Invalid account or account/partition"],
+    "the docker daemon refused the container": [
+        "Attaching to trainer-1",
+        'Error response from daemon: could not select device driver "" with capabilities: [[gpu]]',
+    ],
+    "a rust launcher's final error": [
+        "2026-12-03T07:12:40.112Z ERROR text_generation_launcher: Shard 1 failed to start",
+        "Error: ShardCannotStart",
+    ],
+    "llama.cpp could not load the model": [
+        "llama_model_load: error loading model: error loading model hyperparameters: key not found in model: "
+        "general.architecture",
+        "llama_model_load_from_file_impl: failed to load model",
+    ],
 }
 
 HEALTHY = {
@@ -86,6 +116,13 @@ HEALTHY = {
         "torch._dynamo.exc.Unsupported: Unsupported Tensor.item() call with capture_scalar_outputs=False",
         "epoch 0 step 10 loss 1.92",
     ],
+    "a tensorflow input pipeline reaching the end of its data": [
+        "Epoch 1/2",
+        "2026-12-03 07:12:40.655: W tensorflow/core/framework/op_kernel.cc:1816] OP_REQUIRES failed at "
+        "iterator_ops.cc:1107 : OUT_OF_RANGE: End of sequence",
+        "Epoch 2/2",
+    ],
+    "a metric named Error": ["epoch 1 Error: 0.231", "epoch 2 Error: 0.198", "Finished training"],
 }
 
 

@@ -50,7 +50,7 @@ INTERNAL_PATTERNS: tuple[InternalPattern, ...] = (
     InternalPattern(Internal.traceback, r"Traceback \(most recent call last\)", 64),
     InternalPattern(
         Internal.exception,
-        r"(?:^|[\s\]:>|])(?:(?:[A-Za-z_][\w]*\.)*[A-Z][A-Za-z0-9_]*(?:Error|Exception|Interrupt|Exit|Failure)|Exception)"
+        r"(?:^|[\s\]:>|])(?:(?:[A-Za-z_][\w]*\.)*_?[A-Z][A-Za-z0-9_]*(?:Error|Exception|Interrupt|Exit|Failure)|Exception)"
         r"(?::\s|:$|$| \(see above for traceback\): )",  # the last form: TensorFlow 1.x
         512,
         context=True,
@@ -131,7 +131,11 @@ INTERNAL_PATTERNS: tuple[InternalPattern, ...] = (
     # process, glog fatal/check-failure and error-level lines of C++ code (PyTorch, TF,
     # JAX/XLA; their start-up noise is excused in analyze/salient.py), NCCL warnings of a
     # failure, a C assertion (CUDA device asserts), fatal signals as shells and debuggers
-    # report them, an allocator's OOM message pasted without its first words.
+    # report them, an allocator's OOM message pasted without its first words; PyTorch's
+    # internal asserts, libc++'s terminate (macOS), a TensorFlow op that failed with an error
+    # status (not the end of a dataset: OUT_OF_RANGE), and the error lines of command-line
+    # tools that stop there (Slurm, the Docker daemon, Rust/Go launchers such as TGI's,
+    # llama.cpp's model loader).
     InternalPattern(
         Internal.fatal_line,
         r"(?:terminate called (?:after throwing|recursively|without an active exception)|\bwhat\(\): |"
@@ -139,7 +143,13 @@ INTERNAL_PATTERNS: tuple[InternalPattern, ...] = (
         r"(?:^|[\s:\]\[])E(?:\d{4} \d\d:\d\d:\d\d\.\d+(?: +\d+)?)? ?[^\s\]]*\.(?:cc|cpp|h|c):\d+\] |"
         r"NCCL WARN [^\n]*(?:[Ff]ail|[Ee]rror|[Aa]bort|[Tt]imeout)|Assertion `[^`\n]*`(?: failed|\s*$)|"
         r"\bIllegal instruction\b|\bBus error\b|Floating point exception|received signal SIG[A-Z]+|"
-        r"(?:^|[\s:\]])(?:CUDA|HIP) error: |\bTried to allocate \d[\d.]* ?[KMGT]?i?B\b)",
+        r"(?:^|[\s:\]])(?:CUDA|HIP) error: |\bTried to allocate \d[\d.]* ?[KMGT]?i?B\b|"
+        r"INTERNAL ASSERT FAILED at |libc\+\+abi: terminating|"
+        r"OP_REQUIRES failed at \S+ : (?:INTERNAL|RESOURCE_EXHAUSTED|INVALID_ARGUMENT|NOT_FOUND|FAILED_PRECONDITION|"
+        r"UNIMPLEMENTED|UNKNOWN|DATA_LOSS|Internal|Resource exhausted|Invalid argument|Not found|Failed precondition|"
+        r"Unimplemented|Unknown)|"
+        r"(?:^|[\s|\]])(?:sbatch|srun|salloc|slurmstepd): error: |^Error response from daemon: |"
+        r"(?:^|[|\]>] ?)Error: [A-Za-z]|: error loading model: )",
         256,
         context=True,
     ),
