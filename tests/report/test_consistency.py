@@ -57,6 +57,7 @@ def test_a_time_is_only_the_events_own(tmp_path: Path) -> None:
     assert diagnosis.root_cause is not None
     assert all(e.time is None for e in diagnosis.root_cause.evidence)
     assert "10:05:01" not in render_text(diagnosis).split("First failed", 1)[-1].split("\n", 1)[0]
+    assert all("10:05:01" not in suspect.reason for suspect in diagnosis.suspects)
 
 
 def test_single_rank_log_with_only_a_timeout_asks_for_the_other_logs(tmp_path: Path) -> None:

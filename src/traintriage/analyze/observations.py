@@ -105,6 +105,15 @@ def _rank_after(hit: LineHit) -> int | None:
     return None
 
 
+def printed_time(observation: Observation) -> datetime | None:
+    """The time printed on the observation's own line. `Observation.time` may be borrowed from
+    an earlier line (a start-up banner, the previous message) to order events; that borrowed
+    time is not when this event happened, so a report must not show it as such."""
+    if observation.time is None:
+        return None
+    return parse_prefix(observation.hit.text, observation.time.year).time
+
+
 def place(scans: list[SourceScan], sources: list[Source]) -> list[Observation]:
     observations: list[Observation] = []
     year = _dominant_year(scans)

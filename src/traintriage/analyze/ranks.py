@@ -13,7 +13,7 @@ import re
 from collections import defaultdict
 from dataclasses import dataclass
 
-from traintriage.analyze.observations import Observation
+from traintriage.analyze.observations import Observation, printed_time
 from traintriage.analyze.scoring import Candidate
 from traintriage.parse.prefix import failed_process_rank
 from traintriage.parse.torchrun import FailureReport
@@ -138,7 +138,8 @@ def suspects_for(
     if root is not None:
         first = earliest_rank(root.roots)
         if first is not None:
-            when = f" at {first.time.isoformat()}" if first.time else ""
+            stamp = printed_time(first)
+            when = f" at {stamp.isoformat()}" if stamp else ""
             found.append(SuspectRank(first.rank, first.host, f"first {root.entry_id} line{when}"))
         by_rank: dict[int, int] = defaultdict(int)
         for observation in root.roots:

@@ -9,14 +9,13 @@ import warnings
 
 from traintriage.analyze.engine import Analysis
 from traintriage.analyze.facts import RunFacts, kept_texts, run_facts
-from traintriage.analyze.observations import Observation, same_rank_context
+from traintriage.analyze.observations import Observation, printed_time, same_rank_context
 from traintriage.analyze.scoring import Candidate
 from traintriage.ingest.sources import Source
 from traintriage.kb.loader import KnowledgeBase
 from traintriage.kb.schema import Entry, Role
 from traintriage.match.compiler import PatternKind, load_scanner
 from traintriage.match.scan import SourceScan
-from traintriage.parse.prefix import parse_prefix
 from traintriage.parse.traceback import Frame, Traceback, parse_traceback
 from traintriage.report import consistency
 from traintriage.report.fixes import choose_fix
@@ -45,11 +44,8 @@ _REPORT_RANK = re.compile(r"rank\s*: (\d+) \(local_rank: (\d+)\)")
 
 
 def own_time(observation: Observation) -> str | None:
-    """The time printed on the event's own line; a time borrowed from a neighbouring line (a
-    start-up banner, the previous rank's message) is not the event's time."""
-    if observation.time is None:
-        return None
-    stamp = parse_prefix(observation.hit.text, observation.time.year).time
+    """The time printed on the event's own line, as the report writes times."""
+    stamp = printed_time(observation)
     return stamp.isoformat().replace("+00:00", "Z") if stamp is not None else None
 
 
