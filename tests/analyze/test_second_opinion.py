@@ -11,7 +11,7 @@ from traintriage.analyze.second_opinion import ROOT_CONFIDENCE, second_opinion
 from traintriage.kb.loader import load_kb
 from traintriage.match.compiler import load_scanner
 from traintriage.match.scan import LineHit
-from traintriage.match.similar import query_words
+from traintriage.match.similar import query_words, similarity_index
 from traintriage.pipeline import diagnose
 from traintriage.report.model import Status
 
@@ -57,3 +57,20 @@ def test_unknown_failure_lists_candidates_in_the_report(tmp_path: Path) -> None:
     assert diagnosis.status in (Status.unknown_failure, Status.failure)
     assert diagnosis.candidates[0].id == "gpu-ecc-error"
     assert diagnosis.candidates[0].confidence < 0.9
+
+
+
+def test_a_status_the_nearest_entry_does_not_list_keeps_it_a_candidate() -> None:
+    """BM25 sees the same words in CUBLAS_STATUS_INVALID_VALUE and in the entry about
+    EXECUTION_FAILED/NOT_SUPPORTED (without the status check this line is named the root at
+    0.8); the named status tells them apart."""
+    line = ("RuntimeError: CUDA error: CUBLAS_STATUS_INVALID_VALUE when calling `cublasGemmStridedBatchedEx( handle, "
+            "opa, opb, m, n, k, &alpha, a, CUDA_R_32F, lda, stridea, b, CUDA_R_32F, ldb, strideb, &beta, c, CUDA_R_32F, "
+            "ldc, stridec, num_batches, compute_type, CUBLAS_GEMM_DEFAULT_TENSOR_OP)`")
+    opinion = second_opinion(_observations([line]), load_kb(), load_scanner())
+    assert opinion.root is None
+    assert opinion.candidates[0].entry_id == "cublas-execution-failed"
+    index = similarity_index(load_kb(), load_scanner())
+    assert index.contradicts("cublas-execution-failed", {("CUBLAS_STATUS_", "INVALID_VALUE")})
+    assert not index.contradicts("cublas-execution-failed", {("CUBLAS_STATUS_", "EXECUTION_FAILED")})
+    assert not index.contradicts("cublas-execution-failed", {("CUDNN_STATUS_", "BAD_PARAM")})  # no word on another family

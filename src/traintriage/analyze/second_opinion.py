@@ -43,7 +43,11 @@ class Opinion:
 
 
 def second_opinion(salient: list[Observation], kb: KnowledgeBase, scanner: Scanner) -> Opinion:
-    from traintriage.match.similar import query_words, similarity_index  # bm25s: only on this path
+    from traintriage.match.similar import (  # bm25s: only on this path
+        query_words,
+        similarity_index,
+        status_codes,
+    )
 
     words = query_words([o.message for o in salient])
     if not words:
@@ -54,7 +58,8 @@ def second_opinion(salient: list[Observation], kb: KnowledgeBase, scanner: Scann
         return Opinion([], {}, None)
     best = ranked[0][1]
     lead = best / ranked[1][1] if len(ranked) > 1 else float("inf")
-    strong = lead >= CLEAR_LEAD and best >= MIN_SCORE
+    strong = (lead >= CLEAR_LEAD and best >= MIN_SCORE
+              and not index.contradicts(ranked[0][0], status_codes([o.message for o in salient])))
     if strong:
         top_confidence = ROOT_CONFIDENCE
     elif best < MIN_SCORE:

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from traintriage.kb.loader import EXAMPLES_DIR, KnowledgeBase, cache_dir, cache_key, entry_files, write_cache
+from traintriage.kb.schema import Entry
 from traintriage.kb.search_index import document, tokens
 from traintriage.match.compiler import PatternKind, Scanner, matching_patterns
 from traintriage.match.internal import Internal
@@ -28,6 +29,10 @@ EXAMPLE_LINES = 40
 """Failure lines taken from one example log: enough for its wording, not its whole noise."""
 _EXAMPLE_KINDS = frozenset({Internal.exception, Internal.fatal_line, Internal.fatal_signal, Internal.error_level})
 
+
+# A library's named status (`CUBLAS_STATUS_INVALID_VALUE`, `CUDA_ERROR_ILLEGAL_ADDRESS`): the
+# family is the part up to STATUS_/ERROR_.
+_STATUS_CODE = re.compile(r"\b([A-Z][A-Z0-9]{1,15}_(?:STATUS|ERROR)_)([A-Z0-9_]{2,40})\b")
 
 # File paths name the machine and the build (`/opt/conda/conda-bld/pytorch_1524.../THCStorage.cu`),
 # not the failure; applied to a few short lines only.
@@ -49,10 +54,25 @@ def _is_word(word: str) -> bool:
     return digits == 0 or (digits <= 3 and len(word) <= 12 and not word.isdigit())
 
 
+def status_codes(lines: list[str]) -> set[tuple[str, str]]:
+    """The named library statuses, as (family, name), in short lines (bounded: salient lines and entry texts)."""
+    return {(family, name) for line in lines for family, name in _STATUS_CODE.findall(line[:4096])}
+
+
 @dataclass
 class SimilarityIndex:
     entry_ids: list[str]
     retriever: object
+    codes: dict[str, frozenset[tuple[str, str]]]
+    """Per entry, the library statuses its text and examples name."""
+
+    def contradicts(self, entry_id: str, codes: set[tuple[str, str]]) -> bool:
+        """Whether the log names a status of a family the entry lists, but not one the entry lists:
+        `CUBLAS_STATUS_INVALID_VALUE` against an entry about EXECUTION_FAILED and NOT_SUPPORTED.
+        Words alone cannot tell these apart; the status can."""
+        known = self.codes.get(entry_id, frozenset())
+        families = {family for family, _ in known}
+        return any(code not in known and code[0] in families for code in codes)
 
     def scores(self, words: list[str]) -> dict[str, float]:
         """BM25 score per entry that shares a word with the query."""
@@ -91,21 +111,29 @@ def build_index(kb: KnowledgeBase, scanner: Scanner) -> SimilarityIndex:
     import bm25s  # numpy comes with it: only failures no signature explained pay for it
 
     entry_ids = sorted(kb.entries)
-    corpus = [_words(document(kb.entries[e])) + query_words(example_failure_lines(e, scanner)) for e in entry_ids]
+    lines = {e: example_failure_lines(e, scanner) for e in entry_ids}
+    corpus = [_words(document(kb.entries[e])) + query_words(lines[e]) for e in entry_ids]
     retriever = bm25s.BM25()
     retriever.index(corpus, show_progress=False)
-    return SimilarityIndex(entry_ids, retriever)
+    codes = {e: frozenset(status_codes(_entry_text(kb.entries[e]) + lines[e])) for e in entry_ids}
+    return SimilarityIndex(entry_ids, retriever, codes)
+
+
+def _entry_text(entry: Entry) -> list[str]:
+    return [entry.title, " ".join(entry.tags), entry.summary, entry.mechanism, *(s.symptom for s in entry.symptoms)]
 
 
 def _index_key() -> str:
     examples = sorted(EXAMPLES_DIR.glob("*/positive-*.log"))
-    hasher = hashlib.sha256(cache_key(entry_files()).encode())
+    hasher = hashlib.sha256(f"{_INDEX_VERSION}\0{cache_key(entry_files())}".encode())
     for path in examples:
         stat = path.stat()
         hasher.update(f"{path}\0{stat.st_size}\0{stat.st_mtime_ns}\0".encode())
     return hasher.hexdigest()[:20]
 
 
+_INDEX_VERSION = 3
+"""Bumped when SimilarityIndex changes shape, so an older pickle is never loaded."""
 _LOADED: dict[str, SimilarityIndex] = {}
 
 
