@@ -52,3 +52,27 @@ def test_both_ranks_raise_and_the_report_shows_the_first_ones_exception(tmp_path
     assert diagnosis.root_cause.exception == "KeyError: 'pixels'"
     frame = diagnosis.root_cause.user_frame
     assert frame is not None and (frame.line, frame.function) == (41, "load_batch")
+
+
+def test_a_silent_culprit_borrows_no_waiting_ranks_traceback(tmp_path: Path) -> None:
+    """Rank 2 stopped without a word; ranks 0, 1 and 3 time out in the collective it never
+    joined and print tracebacks, then torchrun's agent reports the first exit (untagged). The
+    report names rank 2 and shows neither another rank's frame nor the agent's line as its own."""
+    gloo = ("RuntimeError: [/__w/pytorch/pytorch/third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:78] Timed out "
+            "waiting 30000ms for recv operation to complete")
+    lines = [(r, f"step {s} loss 2.{r}{s}") for s in range(1, 6) for r in range(4)]
+    for rank in (0, 1, 3):
+        lines += [(rank, "Traceback (most recent call last):"),
+                  (rank, '  File "/home/alice/proj/train.py", line 63, in <module>'),
+                  (rank, "    dist.all_reduce(grad)"), (rank, gloo)]
+    path = _log(tmp_path, lines)
+    with path.open("a") as handle:
+        handle.write("W1203 10:15:09.100000 4242 torch/distributed/elastic/multiprocessing/api.py:1028] Sending process "
+                     "5123 closing signal SIGTERM\n"
+                     "E1203 10:15:09.300000 4242 torch/distributed/elastic/multiprocessing/api.py:1002] failed "
+                     "(exitcode: 1) local_rank: 0 (pid: 5121) of binary: /home/alice/venv/bin/python3\n")
+    diagnosis = diagnose([str(path)])
+    assert diagnosis.root_cause is not None and diagnosis.initiating_rank == 2
+    assert diagnosis.root_cause.user_frame is None
+    assert diagnosis.root_cause.exception is None or "Timed out" not in diagnosis.root_cause.exception
+    assert diagnosis.root_cause.exception is None or "exitcode" not in diagnosis.root_cause.exception

@@ -174,7 +174,10 @@ def _culprit_traceback(analysis: Analysis, rank: int | None) -> Traceback | None
             continue
         if not any("Traceback (most recent call last)" in line for line in observation.hit.before):
             continue
-        context = same_rank_context(observation.hit.before, observation.rank, local_rank=observation.local_rank)
+        # An untagged line (torchrun's agent) keeps its context to the culprit's lines, so a
+        # waiting rank's traceback printed just before it is not taken for the culprit's.
+        owner = observation.rank if observation.rank is not None else rank
+        context = same_rank_context(observation.hit.before, owner, local_rank=observation.local_rank)
         parsed = parse_traceback([c.message for c in context], observation.hit.text)
         if parsed is not None and parsed.user_frame is not None:
             return parsed
