@@ -8,8 +8,10 @@ nothing, for far longer than the step time.
 
 from __future__ import annotations
 
+from collections import defaultdict
 from dataclasses import dataclass
 
+from traintriage.analyze.curves import CurveKey, curve_of
 from traintriage.analyze.middle import median
 from traintriage.analyze.observations import Observation
 from traintriage.analyze.ranks import named_faulty_rank, watchdog_laggard
@@ -75,8 +77,7 @@ def _stalled_after_progress(scans: list[SourceScan], points: list[MetricPoint]) 
     """Progress stopped: timestamps show a gap far beyond the step time, or the tail only waits."""
     timed = sorted(p.time for p in points if p.time is not None)
     if len(timed) >= 5:
-        gaps = [b - a for a, b in zip(timed, timed[1:], strict=False) if b > a]
-        step = median(gaps) if gaps else 0.0
+        step = _step_time(points)
         last_seen = max((s.tail_time for s in scans if s.tail_time is not None), default=None)
         if last_seen is not None and step > 0 and last_seen - timed[-1] > max(HANG_FACTOR * step, 30.0):
             return f"no progress for {last_seen - timed[-1]:.0f}s after the last step (step time {step:.2g}s)"
@@ -87,6 +88,21 @@ def _stalled_after_progress(scans: list[SourceScan], points: list[MetricPoint]) 
     if waiting >= 3 and waiting >= sum(len(lines) for lines in tails) // 2:
         return "the log ends with only watchdog, timeout or stack-dump lines after the last step"
     return None
+
+
+def _step_time(points: list[MetricPoint]) -> float:
+    """The median gap between one process's consecutive timed points. Ranks log the same step
+    microseconds apart, so gaps across the interleaved ranks would say a step takes microseconds
+    and make any pause after the last step look like a hang."""
+    series: dict[tuple[int, CurveKey], list[float]] = defaultdict(list)
+    for point in points:
+        if point.time is not None:
+            series[(point.source, curve_of(point))].append(point.time)
+    gaps: list[float] = []
+    for times in series.values():
+        times.sort()
+        gaps.extend(b - a for a, b in zip(times, times[1:], strict=False) if b > a)
+    return median(gaps) if gaps else 0.0
 
 
 def _waiting_lines(lines: list[str]) -> int:
