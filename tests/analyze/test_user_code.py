@@ -1,5 +1,6 @@
 """The catch-all for script errors needs the user's own code in the traceback; an error
-raised entirely inside installed tools is an unknown failure, shown with its lines."""
+raised entirely inside installed tools, or pasted without any traceback (whose code raised it
+cannot be told), is an unknown failure, shown with its lines."""
 
 from __future__ import annotations
 
@@ -41,3 +42,12 @@ def test_error_through_user_code_points_at_the_users_frame(tmp_path: Path) -> No
     assert diagnosis.root_cause is not None and diagnosis.root_cause.id == "user-code-exception"
     frame = diagnosis.root_cause.user_frame
     assert frame is not None and frame.line == 41 and frame.function == "main"
+
+
+def test_a_bare_error_line_is_unknown_not_the_users_code(tmp_path: Path) -> None:
+    """A library refusing a model, pasted as one line: nothing shows it came from the script."""
+    path = tmp_path / "paste.log"
+    path.write_text("TypeError: mixtral_moe isn't supported yet.\n")
+    diagnosis = diagnose([str(path)])
+    assert diagnosis.status.value == "unknown-failure"
+    assert any("isn't supported yet" in e.text for e in diagnosis.unknown)

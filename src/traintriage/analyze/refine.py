@@ -109,6 +109,10 @@ def apply(candidates: dict[str, Candidate], kb: KnowledgeBase) -> None:
 
 
 def _require_user_frame(candidates: dict[str, Candidate]) -> None:
+    """The catch-all for script errors stands only on a traceback through the user's own code.
+    A bare `TypeError: ...` line, or a traceback entirely inside installed packages, does not
+    show whose code raised it (often a library refusing a model or option), so it stays an
+    unknown failure with its lines instead of being called a bug in the script."""
     script_error = candidates.get(USER_CODE)
     if script_error is None:
         return
@@ -116,7 +120,7 @@ def _require_user_frame(candidates: dict[str, Candidate]) -> None:
         lines = [c.message for c in
                  same_rank_context(observation.hit.before, observation.rank, local_rank=observation.local_rank)]
         traceback = parse_traceback(lines, observation.message)
-        if traceback is None or not traceback.frames or traceback.user_frame is not None:
+        if traceback is not None and traceback.user_frame is not None:
             return
     del candidates[USER_CODE]
 
