@@ -80,6 +80,24 @@ FAILED = {
         "general.architecture",
         "llama_model_load_from_file_impl: failed to load model",
     ],
+    "a rust panic in the tokenizer": [
+        "thread '<unnamed>' panicked at tokenizers/src/models/bpe/model.rs:512:41:",
+        "called `Option::unwrap()` on a `None` value",
+    ],
+    "a go panic in the serving process": [
+        "panic: runtime error: invalid memory address or nil pointer dereference",
+        "[signal SIGSEGV: segmentation violation code=0x1 addr=0x18 pc=0x5d2c1a]",
+    ],
+    "a crash faulthandler reports on windows": ["Windows fatal exception: access violation"],
+    "a cuda extension that did not compile": [
+        "/home/alice/ext/csrc/fused_adam.cu(57): error: identifier \"__hfma2\" is undefined",
+        "1 error detected in the compilation of \"/home/alice/ext/csrc/fused_adam.cu\".",
+        "ninja: build stopped: subcommand failed.",
+    ],
+    "pip could not build a dependency": [
+        "  error: subprocess-exited-with-error",
+        "  ERROR: Failed building wheel for flash-attn",
+    ],
 }
 
 HEALTHY = {
@@ -121,6 +139,11 @@ HEALTHY = {
         "2026-12-03 07:12:40.655: W tensorflow/core/framework/op_kernel.cc:1816] OP_REQUIRES failed at "
         "iterator_ops.cc:1107 : OUT_OF_RANGE: End of sequence",
         "Epoch 2/2",
+    ],
+    "a rust panic caught by the trainer, which went on": [
+        "step 1 loss 2.31",
+        "thread '<unnamed>' panicked at src/metrics/push.rs:88:14: connection refused",
+        "step 2 loss 2.20", "step 3 loss 2.11",
     ],
     "a metric named Error": ["epoch 1 Error: 0.231", "epoch 2 Error: 0.198", "Finished training"],
 }
