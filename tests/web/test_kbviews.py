@@ -14,6 +14,7 @@ from traintriage.web import kbviews
     (r"Watchdog caught collective operation timeout", ["Watchdog caught collective operation timeout"]),
     (r"exitcode\s*:\s*-9", ["exitcode"]),
     (r"Tried to allocates? \d+", ["Tried to allocate"]),
+    (r"\[[\w-]{1,64}:\d{1,10}\] Signal: Aborted \(6\)", ["] Signal: Aborted (6)"]),
 ])
 def test_literals_are_the_fixed_text_of_a_signature(pattern: str, expected: list[str]) -> None:
     assert kbviews.literals(pattern) == expected

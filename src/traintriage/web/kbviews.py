@@ -134,6 +134,9 @@ def literals(pattern: str) -> list[str]:
             if current:
                 current.pop()
             cut()
+            if char == "{":  # a bounded repeat's counts are not text
+                closing = pattern.find("}", index)
+                index = closing if closing != -1 else index
         elif char == "[":
             cut()
             depth_class = True
