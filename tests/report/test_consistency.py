@@ -328,3 +328,19 @@ def test_ranks_that_only_report_a_peers_shutdown_name_no_one(tmp_path: Path) -> 
     assert diagnosis.initiating_rank is None and diagnosis.ranks.failed == []
     assert any("is not the cause" in note and "collect its output" in note for note in diagnosis.notes)
     assert "First failed" not in render_text(diagnosis)
+
+
+def test_torchrun_naming_the_first_exit_does_not_make_a_waiting_rank_the_initiator(tmp_path: Path) -> None:
+    """Every rank reports that its peer went away; torchrun's agent saw local rank 0 exit first.
+    That exit is one more victim: the report names no first failed rank and says why."""
+    remote = ("[rank{r}]:[E1203 10:41:06.{us:06d} ProcessGroupNCCLUtils.cpp:341] [TC][rank={r}][name=0] nccl hit "
+              "async error on rank {r}: remote process exited or there was a network error\n")
+    text = ("[rank0]:2026-12-03 10:02:14,551 INFO train: backend nccl, world_size=4\n"
+            + "".join(f"[rank{r}]:step 7600 loss 2.04\n" for r in range(4))
+            + "".join(remote.format(r=r, us=100 + order) for order, r in enumerate((2, 3, 0, 1)))
+            + "E1203 10:41:07.640000 51882 torch/distributed/elastic/multiprocessing/api.py:1002] failed "
+              "(exitcode: -6) local_rank: 0 (pid: 51901) of binary: /usr/bin/python3\n")
+    diagnosis = diagnose([_log(tmp_path, "job.out", text)])
+    assert diagnosis.root_cause is not None and diagnosis.root_cause.id == "nccl-remote-error"
+    assert diagnosis.initiating_rank is None
+    assert any("waiting for a peer" in note for note in diagnosis.notes)

@@ -111,7 +111,9 @@ def rank_verdict(
             "error at the same frame: this is a problem of the code or the environment, not of one node, "
             "so no rank is singled out."])
     if initiating is not None and entry.id in WAITING_CLASSES and suspects[0].reason.startswith(VICTIM_REASONS):
-        pointed = next((s for s in suspects[1:] if not s.reason.startswith((*VICTIM_REASONS, LAUNCHER_REASON))), None)
+        # torchrun's report and its agent only say which process exited first: a victim too
+        pointed = next((s for s in suspects[1:]
+                        if not s.reason.startswith((*VICTIM_REASONS, LAUNCHER_REASON, LOCAL_RANK_REASON))), None)
         if pointed is not None and pointed.rank is not None:  # peers name it, or it is the one that went silent
             return RankVerdict(pointed.rank, [pointed.rank])
         what = entry.id
