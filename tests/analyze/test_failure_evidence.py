@@ -27,6 +27,12 @@ FAILED = {
     "glog check failure": [
         "F1203 07:12:40.123456 4412 pjrt_stream_executor_client.cc:1023] Check failed: buffer != nullptr",
     ],
+    "c10's fatal log line in January (three-digit date, nanoseconds, no thread id)": [
+        "[F105 07:12:40.123456789 TCPStore.cpp:412] terminate handler: the store server died",
+    ],
+    "glog's fatal line with the year in its prefix": [
+        "F20261203 07:12:40.123456 4412 gpu_device.cc:331] Non-OK-status: GpuLaunchKernel(...) status: INTERNAL",
+    ],
     "illegal instruction from the shell": ["Illegal instruction (core dumped)"],
     "a bare Exception from a process pool": [
         "Epoch: [19][1200/1250] Loss 0.00021",

@@ -141,7 +141,8 @@ INTERNAL_PATTERNS: tuple[InternalPattern, ...] = (
     InternalPattern(
         Internal.fatal_line,
         r"(?:terminate called (?:after throwing|recursively|without an active exception)|\bwhat\(\): |"
-        r"(?:^|[\s:\]\[])F\d{4} \d\d:\d\d:\d\d\.\d+|: F [\w/\\.:-]+\.(?:cc|cpp|h):\d+\] |Check failed: |"
+        r"(?:^|[\s:\]\[])F\d{3,8} \d\d:\d\d:\d\d\.\d{1,9}(?: {1,8}\d{1,9})? [^\s\]]{1,200}\.(?:cc|cpp|h|c|cu|cuh|hpp):\d{1,6}\] |"
+        r": F [\w/\\.:-]+\.(?:cc|cpp|h):\d+\] |Check failed: |"
         r"(?:^|[\s:\]\[])E(?:\d{4} \d\d:\d\d:\d\d\.\d+(?: +\d+)?)? ?[^\s\]]*\.(?:cc|cpp|h|c):\d+\] |"
         r"NCCL WARN [^\n]*(?:[Ff]ail|[Ee]rror|[Aa]bort|[Tt]imeout)|Assertion `[^`\n]*`(?: failed|\s*$)|"
         r"\bIllegal instruction\b|\bBus error\b|Floating point exception|received signal SIG[A-Z]+|"

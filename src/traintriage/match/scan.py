@@ -205,17 +205,20 @@ def decode_tail(lines: list[bytes]) -> list[str]:
     return [decode_line(line) for line in lines]
 
 
-VECTOR_COUNT_BYTES = 256 << 10
-"""From this many bytes on, newlines are counted with numpy (5x faster than `bytes.count`,
-which is a byte-at-a-time loop); below, the import and the array are not worth it."""
+VECTOR_COUNT_BYTES = 4 << 10
+"""From this many bytes on, newlines are counted with numpy (4x faster than `bytes.count`,
+which is a byte-at-a-time loop, from 4 KB on); below, the array is not worth it."""
+VECTOR_WINDOW_BYTES = 1 << 20
+"""Only windows this big use numpy: a small log (one small window) never pays its import."""
 _numpy: object = None
 
 
 def count_newlines(chunk: Chunk, start: int, stop: int) -> int:
     """`chunk.count(b"\\n", start, stop)`: every byte of a big log passes through this count
-    (line numbers), the largest cost after Hyperscan's own pass."""
+    (line numbers), the largest cost after Hyperscan's own pass. On metric-dense logs the hits
+    and curve samples are a few KB apart, so the segments counted are short."""
     global _numpy
-    if stop - start < VECTOR_COUNT_BYTES:
+    if stop - start < VECTOR_COUNT_BYTES or len(chunk) < VECTOR_WINDOW_BYTES:
         return chunk.count(b"\n", start, stop)
     if _numpy is None:
         try:
