@@ -89,3 +89,13 @@ def test_anomaly_mode_around_backward_only_has_no_forward_trace() -> None:
     forward = backward_only.replace("No forward pass information available. Enable detect anomaly during forward "
                                     "pass for more information.", "Traceback of forward call that caused the error:")
     assert remedies_in_use([forward]) == ["anomaly-mode", "anomaly-mode-forward"]
+
+
+def test_torch_2_15_oom_message_says_expandable_segments_are_on() -> None:
+    """With the setting on, torch 2.15 replaces the allocator's hint by this sentence."""
+    line = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of "
+            "79.19 GiB of which 1.12 GiB is free. Of the allocated memory 71.40 GiB is allocated by PyTorch, and "
+            "5.83 GiB is reserved by PyTorch but unallocated. expandable_segments is enabled. If instead the process "
+            "is running out of virtual address space (VSZ), expandable segments may be over-reserving VA")
+    assert remedies_in_use([line]) == ["expandable-segments"]
+    assert remedies_in_use([line.replace("expandable_segments is enabled. ", "")]) == []

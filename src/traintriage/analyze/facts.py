@@ -75,7 +75,8 @@ _REMEDIES: tuple[tuple[str, str, str | None], ...] = (
                              r"we are taking the entire process down", None),
     # INFO-level NCCL lines are printed only with NCCL_DEBUG=INFO (or TRACE).
     ("nccl-debug-info", r"NCCL INFO |\bNCCL_DEBUG\s?[:=]\s?['\"]?(?:INFO|TRACE)\b", r"run with NCCL_DEBUG"),
-    ("expandable-segments", r"expandable_segments\s?:\s?['\"]?True",
+    # torch 2.15's OOM message says `expandable_segments is enabled.` when the setting is on.
+    ("expandable-segments", r"expandable_segments\s?:\s?['\"]?True|expandable_segments is enabled\.",
      r"try setting|to avoid fragmentation|If reserved but unallocated"),
 )
 
