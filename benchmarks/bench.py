@@ -1,7 +1,9 @@
 """`make bench`: wall time, throughput and peak RSS of `traintriage diagnose`, next to
 baselines measured in the same run on the same files (`rg -c -i error`, `wc -l`, plain
 Python reading the file). Figures are ratios because these machines are noisy.
-Writes benchmarks/RESULTS.md.
+Writes benchmarks/RESULTS.md. BENCH_GB sizes the console logs (2), BENCH_HUGE_GB the one
+big file whose peak memory must stay bounded (10; 0 skips it), BENCH_MASK=0 skips the
+one-core masking figures.
 """
 
 from __future__ import annotations
@@ -92,6 +94,12 @@ def prepare() -> dict[str, Path]:
         "fleet": WORK / "fleet-20000x20KB",
         "small": WORK / "crash-100KB.log",
     }
+    huge_gb = float(os.environ.get("BENCH_HUGE_GB", "10"))  # issue 17: memory on a 10 GB file; 0 skips it
+    if huge_gb > 0:
+        files["huge"] = WORK / f"console-64rank-{int(huge_gb * GIB) >> 20}MB.log"
+        if not files["huge"].exists():
+            print(f"generating {files['huge'].name} ...", flush=True)
+            write_console_log(files["huge"], int(huge_gb * GIB))
     for key, target in (("big", size), ("half", size // 2)):
         if not files[key].exists():
             print(f"generating {files[key].name} ...", flush=True)
@@ -142,10 +150,12 @@ def main() -> None:
     subprocess.run([TOOL, "kb", "list"], capture_output=True, check=False)  # warm the KB cache
     rows = []
     details = {}
-    for key in ("big", "half", "metric", "dir", "fleet", "small"):
-        path = files[key]
+    for key in ("big", "half", "metric", "dir", "fleet", "small", "huge"):
+        path = files.get(key)
+        if path is None:
+            continue
         size = size_of(path)
-        repeat = 5 if key == "small" else 3  # medians: these machines are noisy
+        repeat = {"small": 5, "huge": 1}.get(key, 3)  # medians: these machines are noisy
         warm_page_cache(path)  # every tool then reads from memory, as the baselines after it do
         tool = measure([TOOL, "diagnose", "--format", "json", str(path)], repeat=repeat)
         diagnosis = json.loads(tool.stdout or b"{}")
