@@ -32,6 +32,10 @@ from traintriage.parse.prefix import failed_process_rank, parse_prefix, span_ran
         # kubectl logs --prefix: `[pod/%s/%s] `, then kubectl --timestamps
         ("[pod/trainer-worker-1/pytorch] 2026-12-03T07:12:40.123456789Z [rank9]: RuntimeError: x", 9,
          "trainer-worker-1", "RuntimeError"),
+        # a multi-node runner's `<job>.<node> [stream] ` before torchrun's tag (milabench's layout)
+        ("bench-a.cn-n001.cluster.example [stderr] [rank11]: FileNotFoundError: x", 11,
+         "bench-a.cn-n001.cluster.example", "FileNotFoundError"),
+        ("[stdout] [rank3]: RuntimeError: x", 3, None, "RuntimeError"),
         # Lightning's rank_prefixed_message: `[rank: N] `
         ("[rank: 1] RuntimeError: x", 1, None, "RuntimeError"),
         # docker compose logs: `%-*s | ` with the container name, then the process's own tags

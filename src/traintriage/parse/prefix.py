@@ -78,6 +78,10 @@ _VLLM_WORKER = re.compile(
 _VLLM_PART = re.compile(r"([A-Z]{2,3})(\d{1,4})")
 _VLLM_OTHER = re.compile(r"\((?:EngineCore(?:_DP\d{1,4})?|APIServer|VllmWorkerProcess)(?: pid=\d{1,9})?\)\s?")
 _RAY_WORKER = re.compile(r"\((?:RayWorkerWrapper|RayWorkerProc|raylet)?(?: ?pid=\d{1,9})?(?:, ip=([\d.]{7,15}))?\)\s?")
+_STREAM_TAG = re.compile(r"\[(?:stderr|stdout|STDERR|STDOUT)\]:?\s?")  # a launcher's stream tag alone
+# A job or node name, then the stream, as launchers that multiplex many nodes print them
+# (milabench: `<bench>.<node> [stderr] [rank11]: ...`).
+_NAMED_STREAM = re.compile(r"([A-Za-z0-9][\w.-]{0,119}) \[(?:stderr|stdout|STDERR|STDOUT)\]:?\s?")
 _POD = re.compile(r"\[pod/([\w.-]{1,120})/[\w.-]{0,80}\]\s?")  # kubectl logs --prefix: `[pod/%s/%s] `
 _MASKED_HOST = re.compile(r"(<[A-Z][A-Z_]{1,15}(?:-\d{1,9})?>): ")  # a host or address masked at ingest
 _LINE_NUMBER = re.compile(r"\d{1,7}(?:\t|\s{1,8}(?=\[))")  # `   2 [rank0]: ...`, `12\t...`
@@ -305,6 +309,8 @@ _PEELERS: tuple[tuple[str, Callable[[str, _Peeled], int]], ...] = (
     ("(", _skip(_VLLM_OTHER)),
     ("(", _ray_worker),
     ("[", _host(_POD)),
+    ("[", _skip(_STREAM_TAG)),
+    (string.ascii_letters + _DIGITS, _host(_NAMED_STREAM)),
     ("<", _host(_MASKED_HOST)),
     (_DIGITS, _skip(_LINE_NUMBER)),
     ("[", _skip(_BRACKET_NUMBER)),
