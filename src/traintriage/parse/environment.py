@@ -6,7 +6,7 @@ import re
 
 _EXTRACTORS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("torch", re.compile(r"(?:PyTorch version:?|\btorch(?:\.__version__)?\s*(?:version)?\s*[:=]?)\s*v?(\d+\.\d+\.\d+[\w.+]*)")),
-    ("cuda", re.compile(r"(?:CUDA Version:?|CUDA used to build PyTorch:|\+cu)\s*(\d+\.?\d*)")),
+    ("cuda", re.compile(r"(?:CUDA Version:?|CUDA used to build PyTorch:)\s*(\d+\.?\d*)|\+cu(\d{2,3})\b")),
     ("nccl", re.compile(r"NCCL version (\d+\.\d+\.\d+)")),
     ("driver", re.compile(r"Driver Version: ?(\d+[\d.]*)")),
     ("deepspeed", re.compile(r"(?:DeepSpeed info: version=|\bdeepspeed(?:\s+version)?\s*[:=]\s*)(\d+\.\d+\.\d+[\w.+]*)")),
@@ -27,5 +27,10 @@ def extract_environment(lines: list[str]) -> dict[str, str]:
                 continue
             match = pattern.search(text)
             if match:
-                found[key] = match.group(1).strip()
+                found[key] = (match.group(1) or _wheel_cuda(match.group(2))).strip()
     return found
+
+
+def _wheel_cuda(tag: str) -> str:
+    """A wheel's local version tag without its dot: `+cu132` is CUDA 13.2, `+cu118` 11.8."""
+    return f"{tag[:-1]}.{tag[-1]}"
