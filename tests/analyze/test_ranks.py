@@ -37,3 +37,19 @@ def test_first_rank_that_failed_the_barrier(text: str, rank: int) -> None:
 def test_a_cut_rank_list_names_no_barrier_rank(text: str) -> None:
     suspect = named_faulty_rank([_observation(text[:4000])])
     assert suspect is None or "monitored_barrier" not in suspect.reason
+
+
+def test_the_one_rank_horovod_reports_missing_is_the_suspect() -> None:
+    old_form = [_observation(f"[1,0]<stderr>:[2026-12-03 07:12:40.185: W horovod/common/operations.cc:588] "
+                             f"HorovodBroadcast_{name}_0 [missing ranks: 3]") for name in ("dense_bias", "global_step")]
+    suspect = named_faulty_rank(old_form)
+    assert suspect is not None and suspect.rank == 3
+    new_form = [_observation("[1,0]<stderr>:2!: [HorovodAllreduce_grad_0, HorovodAllreduce_grad_1]")]
+    suspect = named_faulty_rank(new_form)
+    assert suspect is not None and suspect.rank == 2
+
+
+def test_several_missing_horovod_ranks_name_no_suspect() -> None:
+    """Three of four ranks missing: the odd one out is the rank that did submit."""
+    lines = [_observation(f"[1,0]<stderr>:{rank}: [HorovodAllreduce_val_loss_0]") for rank in (1, 2, 3)]
+    assert named_faulty_rank(lines) is None

@@ -23,6 +23,11 @@ from traintriage.parse.torchrun import FailureReport
 _FAILED_BARRIER = re.compile(r"Ranks? (\d{1,7}(?:, ?\d{1,7})*),? failed to pass monitoredBarrier")
 _FAULTY = re.compile(r"(?:check rank (\d+) logs for faulty rank|waiting for send/recv from rank (\d+)|"
                      r"Culprit rank (\d+); Error type)")
+# Horovod's coordinator names the ranks that never submitted a tensor: `<tensor> [missing ranks: 1]`
+# (0.16 and older), or under `Missing ranks:` one line per rank, `1!: [HorovodAllreduce_x, ...]`
+# (stall_inspector.cc; tensors keep Horovod's default `Horovod<Op>_` names unless the user names them).
+_HOROVOD_MISSING = re.compile(r"\[missing ranks: (\d{1,7})\]|"
+                              r"(?:^|[\]>: ])(\d{1,7})!?: \[Horovod(?:Allreduce|Allgather|Broadcast|Alltoall|ReduceScatter)")
 _AGENT_FAILURE = re.compile(r"failed \(exitcode: (-?\d+)\) local_rank: (\d+)")
 _REPORT_RANK = re.compile(r"rank\s*: (\d+) \(local_rank")
 _LAST_COMPLETED = re.compile(r"last completed (?:NCCL )?work: (-?\d+)")
@@ -63,10 +68,22 @@ def named_faulty_rank(faulty: list[Observation]) -> SuspectRank | None:
         match = _FAULTY.search(observation.hit.text)
         if match:
             named[int(next(g for g in match.groups() if g is not None))] += 1
-    if not named:
+    if named:
+        rank = max(named, key=lambda r: named[r])
+        return SuspectRank(rank, None, f"named as the faulty rank by its peers ({named[rank]} lines)")
+    return _horovod_missing_rank(faulty)
+
+
+def _horovod_missing_rank(faulty: list[Observation]) -> SuspectRank | None:
+    """The one rank Horovod's stall report says never submitted. When several are missing, the
+    odd one out is usually the rank that did submit (it alone ran validation, say), so no rank
+    is named from the report."""
+    missing = {int(next(g for g in m.groups() if g is not None))
+               for o in faulty for m in _HOROVOD_MISSING.finditer(o.hit.text)}
+    if len(missing) != 1:
         return None
-    rank = max(named, key=lambda r: named[r])
-    return SuspectRank(rank, None, f"named as the faulty rank by its peers ({named[rank]} lines)")
+    rank = missing.pop()
+    return SuspectRank(rank, None, "the only rank Horovod's stall report lists as missing")
 
 
 def agent_first_failure(agent_lines: list[Observation]) -> SuspectRank | None:
