@@ -105,7 +105,9 @@ INTERNAL_PATTERNS: tuple[InternalPattern, ...] = (
     ),
     InternalPattern(
         Internal.stack_dump,
-        r"(?:^Current thread 0x[0-9a-f]+ \(most recent call first\)|Thread 0x[0-9a-f]+ \(most recent call first\)|"
+        # Python 3.14 adds the thread's name: `Thread 0x00007f... [python] (most recent call first):`
+        r"(?:^Current thread 0x[0-9a-f]+(?: \[[^\]\n]{1,64}\])? \(most recent call first\)|"
+        r"Thread 0x[0-9a-f]+(?: \[[^\]\n]{1,64}\])? \(most recent call first\)|"
         r"Stack dump of)",
         64,
     ),
