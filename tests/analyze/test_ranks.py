@@ -47,6 +47,9 @@ def test_the_one_rank_horovod_reports_missing_is_the_suspect() -> None:
     new_form = [_observation("[1,0]<stderr>:2!: [HorovodAllreduce_grad_0, HorovodAllreduce_grad_1]")]
     suspect = named_faulty_rank(new_form)
     assert suspect is not None and suspect.rank == 2
+    scoped = [_observation("1: [DistributedGradientTape_Allreduce/cond_12/HorovodAllreduce_grads_0]")]
+    suspect = named_faulty_rank(scoped)
+    assert suspect is not None and suspect.rank == 1
 
 
 def test_several_missing_horovod_ranks_name_no_suspect() -> None:

@@ -36,6 +36,9 @@ from traintriage.parse.prefix import failed_process_rank, parse_prefix, span_ran
         ("bench-a.cn-n001.cluster.example [stderr] [rank11]: FileNotFoundError: x", 11,
          "bench-a.cn-n001.cluster.example", "FileNotFoundError"),
         ("[stdout] [rank3]: RuntimeError: x", 3, None, "RuntimeError"),
+        # a tqdm bar that lost its carriage return, the next line (torchrun-tagged) glued to it
+        ("Training:  94%|#### | 837/888 [9:42:50<34:08, 40.17s/it][rank7]:[E ProcessGroupNCCL.cpp:1182] x", 7, None,
+         "[E ProcessGroupNCCL.cpp:1182] x"),
         # Lightning's rank_prefixed_message: `[rank: N] `
         ("[rank: 1] RuntimeError: x", 1, None, "RuntimeError"),
         # docker compose logs: `%-*s | ` with the container name, then the process's own tags

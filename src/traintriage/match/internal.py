@@ -100,7 +100,7 @@ INTERNAL_PATTERNS: tuple[InternalPattern, ...] = (
         Internal.faulty_rank,
         r"(?:check rank \d+ logs for faulty rank|Culprit rank \d+; Error type|Ranks? \d+(?:, ?\d+)* failed to pass monitoredBarrier|"
         r"waiting for send/recv from rank \d+|\[missing ranks: \d|"
-        r"\d!?: \[Horovod(?:Allreduce|Allgather|Broadcast|Alltoall|ReduceScatter))",
+        r"\d!?: \[[^\]\n]{0,300}Horovod(?:Allreduce|Allgather|Broadcast|Alltoall|ReduceScatter))",
         256,
     ),
     InternalPattern(

@@ -354,8 +354,24 @@ def _skip_space(line: str, position: int) -> int:
     return position
 
 
+# A tqdm bar whose carriage return was lost (a pasted or `tee`d log), and glued to it the next
+# line, which starts with torchrun's tag: `... 837/888 [9:42:50<34:08, 40.17s/it][rank7]:[E ...`.
+_GLUED_TAG = re.compile(r"(?:it/s|s/it|it)\](?=\[(?:rank|default)\d{1,6}\]:)")
+
+
 def parse_prefix(line: str, default_year: int = 1970) -> Prefix:
     """Peel known prefixes off `line`: the first host and time, the innermost rank."""
+    prefix = _parse_prefix(line, default_year)
+    if prefix.rank is None and prefix.local_rank is None and "]:" in prefix.message:
+        glued = _GLUED_TAG.search(prefix.message)
+        if glued:
+            inner = _parse_prefix(prefix.message[glued.end() :], default_year)
+            return Prefix(rank=inner.rank, host=prefix.host or inner.host, time=prefix.time or inner.time,
+                          message=inner.message, local_rank=inner.local_rank)
+    return prefix
+
+
+def _parse_prefix(line: str, default_year: int) -> Prefix:
     found = _Peeled(default_year)
     position = _skip_space(line, 0)
     for _ in range(MAX_PEELS):
