@@ -99,7 +99,7 @@ def test_speed_figures_are_the_benchmarks() -> None:
         return dict(zip(columns, _results_row(workload), strict=True))
 
     console, dense = row("console-64rank-2048MB"), row("metric-dense-64rank-2048MB")
-    ranks, fleet = row("ranks-1024x"), row("fleet-")
+    ranks, fleet, huge = row("ranks-1024x"), row("fleet-"), row("console-64rank-10240MB")
     small_ms = int(re.search(r"Small-log CLI wall time[^:]*: (\d+) ms", RESULTS).group(1))  # type: ignore[union-attr]
     speed = " ".join(README.split("Speed, measured by `make bench`")[1].split("\n\n")[0].split())
     ratio = "× rg -c -i error"
@@ -109,6 +109,8 @@ def test_speed_figures_are_the_benchmarks() -> None:
     assert f"({float(fleet[ratio]):.0f}×, {fleet['peak RSS MB']} MB)" in speed
     assert f"about {round(int(console['peak RSS MB']), -1)} MB peak memory" in speed
     assert f"takes about {round(small_ms, -1)} ms" in speed
+    assert f"10 GB console log takes {float(huge['traintriage s']):.1f} s ({float(huge[ratio]):.1f}×) in {huge['peak RSS MB']} MB" \
+        in speed
 
 
 def test_the_sample_make_run_diagnoses_exists() -> None:
