@@ -34,6 +34,8 @@ def test_versions_compare_numerically_not_as_text() -> None:
     assert version_key("2.9") < version_key("2.13") < version_key("2.13.1")
     assert version_key("0.16") < version_key("0.19.0")
     assert version_key("2.15.0 (PyPI wheel: +cu132, torch.version.cuda 13.2)") == version_key("2.15.0")
+    assert version_key("master 284c3b9 (25.05+ wording)") == version_key("25.05") < version_key("26.11")
+    assert version_key("main") == ()
     assert newest_versions([_entry("a", {"pytorch": "2.9"}), _entry("b", {"pytorch": "2.13"})]) == {"pytorch": "2.13"}
 
 

@@ -14,14 +14,16 @@ from collections.abc import Iterable
 from traintriage.kb.schema import Entry
 
 _NUMBER = re.compile(r"\d+")
-_RELEASE = re.compile(r"\d+(?:\.\d+)*")
+_DOTTED = re.compile(r"\d+(?:\.\d+)+")
+_RELEASE = re.compile(r"\d+")
 
 
 def version_key(version: str) -> tuple[int, ...]:
     """Numeric components of the release the value starts with, so "2.9" < "2.13" and
     "0.16" < "0.19.0"; text such as "rc" is ignored, and so is a note after the release
-    ("2.15.0 (PyPI wheel: +cu132)" is 2.15.0, not a release newer than every other 2.15.0)."""
-    release = _RELEASE.search(version)
+    ("2.15.0 (PyPI wheel: +cu132)" is 2.15.0, not a release newer than every other 2.15.0). A
+    dotted release wins over bare digits: "master 284c3b9 (25.05+ wording)" is 25.05, not 284."""
+    release = _DOTTED.search(version) or _RELEASE.search(version)
     return tuple(int(part) for part in _NUMBER.findall(release.group(0))) if release else ()
 
 
