@@ -31,7 +31,7 @@ MAX_SALIENT = 8
 # when one has already been registered`).
 _NOT_FAILURES = re.compile(r"NCCL WARN (?:[Ff]ailed to (?:open|load|find)|[Cc]ould not (?:open|load|find)) |"
                            r"Unable to register cu\w{2,8} factory|when one has already been registered")
-_NONZERO_EXIT = re.compile(r"(?:exitcode\s*:\s*-?[1-9]|(?:code|status)[: ]+-?[1-9])")
+_NONZERO_EXIT = re.compile(r"(?i)(?:exit_?code\s*[:=]\s*-?[1-9]|(?:code|status)[: ]+-?[1-9])")
 _EVIDENCE_KINDS = (Internal.traceback, Internal.exception, Internal.fatal_line, Internal.fatal_signal)
 _SALIENT_KINDS = (Internal.exception, Internal.fatal_line, Internal.fatal_signal, Internal.error_level,
                   Internal.exit_code)

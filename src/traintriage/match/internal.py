@@ -51,6 +51,8 @@ INTERNAL_PATTERNS: tuple[InternalPattern, ...] = (
     InternalPattern(
         Internal.exception,
         r"(?:^|[\s\]:>|])(?:(?:[A-Za-z_][\w]*\.)*_?[A-Z][A-Za-z0-9_]*(?:Error|Exception|Interrupt|Exit|Failure)|Exception)"
+        # Ray wraps the cause's class: `ray.exceptions.RayTaskError(OutOfMemoryError): ray::...`
+        r"(?:\([A-Za-z_][\w.]{0,80}\))?"
         r"(?::\s|:$|$| \(see above for traceback\): )",  # the last form: TensorFlow 1.x
         512,
         context=True,
@@ -62,7 +64,9 @@ INTERNAL_PATTERNS: tuple[InternalPattern, ...] = (
         r"exited on signal \d+|\bKilled\b|Fatal Python error)",
         256,
     ),
-    InternalPattern(Internal.exit_code, r"(?:exitcode\s*:\s*-?\d+|exit(?:ed)?(?: with)? (?:status )?(?:code|status)[: ]+-?\d+)", 256),
+    # Any case: Kubernetes says `exitCode: 137` and `Exit Code:    137`, launchers `exit code 1`.
+    InternalPattern(Internal.exit_code,
+                    r"(?i)(?:exit_?code\s*[:=]\s*-?\d+|exit(?:ed)?(?: with)? (?:status )?(?:code|status)[: ]+-?\d+)", 256),
     InternalPattern(Internal.root_cause_report, r"Root Cause \(first observed failure\)", 16, context=True),
     InternalPattern(
         Internal.watchdog_seq,
