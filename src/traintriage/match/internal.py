@@ -142,7 +142,8 @@ INTERNAL_PATTERNS: tuple[InternalPattern, ...] = (
     # internal asserts, libc++'s terminate (macOS), a TensorFlow op that failed with an error
     # status (not the end of a dataset: OUT_OF_RANGE), and the error lines of command-line
     # tools that stop there (Slurm, the Docker daemon, Rust/Go launchers such as TGI's,
-    # llama.cpp's model loader); Rust and Go panics (tokenizers, TGI's router, Ollama), a
+    # llama.cpp's model loader); a shell that could not find a command (`bash: orted: command
+    # not found` from an MPI launcher); Rust and Go panics (tokenizers, TGI's router, Ollama), a
     # Windows crash faulthandler reports, and a build that failed (pip, ninja, the linker,
     # CMake, a compiler error in a C++/CUDA extension).
     InternalPattern(
@@ -161,6 +162,7 @@ INTERNAL_PATTERNS: tuple[InternalPattern, ...] = (
         r"(?:^|[\s|\]])(?:sbatch|srun|salloc|slurmstepd): error: |^Error response from daemon: |"
         r"(?:^|[|\]>] ?)Error: [A-Za-z]|: error loading model: |"
         r"\bpanicked at\b|(?:^|[|\]>] ?)panic: |Windows fatal exception: |"
+        r"\b(?:ba|z|da)?sh(?:: line \d{1,6})?: [^\s:]{1,200}: command not found|"
         r"error: subprocess-exited-with-error|ERROR: Failed building wheel for |ninja: build stopped: |"
         r"collect2: error: |CMake Error at |\.(?:cu|cuh|cpp|cc|c|h|hpp)(?::\d+:\d+: |\(\d+\): )(?:fatal )?error: )",
         256,
