@@ -104,7 +104,8 @@ INTERNAL_PATTERNS: tuple[InternalPattern, ...] = (
         Internal.faulty_rank,
         r"(?:check rank \d+ logs for faulty rank|Culprit rank \d+; Error type|Ranks? \d+(?:, ?\d+)* failed to pass monitoredBarrier|"
         r"waiting for send/recv from rank \d+|\[missing ranks: \d|"
-        r"\d!?: \[[^\]\n]{0,300}Horovod(?:Allreduce|Allgather|Broadcast|Alltoall|ReduceScatter))",
+        r"\d!?: \[[^\]\n]{0,300}(?:Horovod(?:Allreduce|Allgather|Broadcast|Alltoall|ReduceScatter)|"
+        r"horovod_(?:allreduce|allgather|broadcast|alltoall|reducescatter)\.))",
         256,
     ),
     InternalPattern(
