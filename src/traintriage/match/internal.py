@@ -183,7 +183,7 @@ INTERNAL_PATTERNS: tuple[InternalPattern, ...] = (
             Internal.metric_nonfinite,
             fast,
             256,
-            confirm=r"(?i)(?:loss|grad[_ ]?norm)['\"]?\s*[:=]?\s*['\"]?[-+]?(?:nan|inf)\b",
+            confirm=r"(?i)(?:loss|grad[_ ]?norm)['\"]?\s*(?:is\s+)?[:=]?\s*['\"]?[-+]?(?:nan|inf)\b",
         )
         for fast in (r"(?i)(?:[:='\"+-]|(?:^|[^\sf]|[^\so]f)\s+)nan\b", r"[\s:='\"+-](?:inf|Inf)(?:inity)?\b")
     ),

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from traintriage.parse.prefix import parse_prefix
 
 _NUMBER = r"[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|nan|NaN|inf|Infinity|-inf)"
-_LOSS = re.compile(r"(?<![\w/])(?:lm |train[_/])?loss['\"]?\s*[:=]?\s*['\"]?(" + _NUMBER + r")(?![\w.])", re.I)
+_LOSS = re.compile(r"(?<![\w/])(?:lm |train[_/])?loss['\"]?\s*(?:is\s+)?[:=]?\s*['\"]?(" + _NUMBER + r")(?![\w.])", re.I)
 _GRAD = re.compile(r"grad[_ ]?norm['\"]?\s*[:=]?\s*['\"]?(" + _NUMBER + r")(?![\w.])", re.I)
 _LR = re.compile(r"(?:learning[_ ]rate|\blr)['\"]?\s*[:=]\s*['\"]?(" + _NUMBER + r")(?![\w.])", re.I)
 _STEP = re.compile(r"(?:\bglobal[_ ]step|\bstep|\biteration|\biter)\s*[:=]?\s*\[?\s*(\d+)", re.I)
