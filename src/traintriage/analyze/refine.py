@@ -6,7 +6,9 @@ cached memory that covers the request and is a large share of what the process h
 or of the card ("reserved >> allocated"), on a card not mostly held by other processes.
 And the catch-all for plain script errors only applies when the traceback passes through
 the user's own code: an exception raised entirely inside installed tools (a launcher, a
-serving CLI) is an unknown failure.
+serving CLI) is an unknown failure. And a Slurm step cancelled right after one of its tasks
+exited with an error was cancelled because of that task (srun's kill-on-bad-exit), not by
+an outside signal.
 """
 
 from __future__ import annotations
@@ -106,6 +108,26 @@ def is_fragmented(numbers: OomNumbers) -> bool:
 def apply(candidates: dict[str, Candidate], kb: KnowledgeBase) -> None:
     _refine_oom(candidates, kb)
     _require_user_frame(candidates)
+    _cancel_after_task_failure(candidates)
+
+
+# A task's non-zero exit as srun reports it, and a cancel that names no reason (`DUE TO TIME
+# LIMIT` and the like are matched by other entries); applied with .search to one matched line.
+_TASK_ERROR_EXIT = re.compile(r"srun: error: \S+: tasks? [0-9,\-]+: Exited with exit code [1-9]")
+_BARE_CANCEL = re.compile(r"\*\*\* (?:JOB|STEP) \S+ (?:ON \S+ )?CANCELLED AT \S+ \*\*\*")
+
+
+def _cancel_after_task_failure(candidates: dict[str, Candidate]) -> None:
+    """`task 5: Exited with exit code 1` before `*** STEP ... CANCELLED AT ... ***` in the same
+    log: srun cancelled the step because the task failed; the cancel is not the cause."""
+    signal, exited = candidates.get("launcher-signal-received"), candidates.get("slurm-srun-task-exited")
+    if signal is None or exited is None or not all(_BARE_CANCEL.search(o.hit.text) for o in signal.roots):
+        return
+    failures = [o for o in exited.roots if _TASK_ERROR_EXIT.search(o.hit.text)]
+    first_cancel = min(signal.roots, key=lambda o: (o.hit.source, o.hit.line), default=None)
+    if first_cancel is not None and any(f.hit.source == first_cancel.hit.source and f.hit.line < first_cancel.hit.line
+                                        for f in failures):
+        del candidates["launcher-signal-received"]  # a consequence: outranking wrappers is its nature's due
 
 
 def _require_user_frame(candidates: dict[str, Candidate]) -> None:
