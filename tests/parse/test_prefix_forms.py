@@ -155,6 +155,31 @@ def test_a_ray_worker_tag_names_its_node() -> None:
     assert prefix.message.startswith("RuntimeError")
 
 
+@pytest.mark.parametrize(
+    ("line", "rank"),
+    [
+        ("(RayTrainWorker pid=2364, ip=10.0.0.3) [rank3]: RuntimeError: x", 3),
+        ("[2m[36m(RayTrainWorker pid=2364, ip=10.0.0.3)[0m [rank1]: RuntimeError: x", 1),  # colour codes, ESC lost
+        ("\x1b[36m(WorkerDict pid=1234)\x1b[0m [rank2]: RuntimeError: x", 2),
+        ("(pid=77) [rank0]: RuntimeError: x", 0),
+    ],
+)
+def test_any_ray_actor_prefix_is_peeled(line: str, rank: int) -> None:
+    prefix = parse_prefix(line)
+    assert prefix.rank == rank
+    assert prefix.message == "RuntimeError: x"
+
+
+def test_a_timestamp_with_a_spaced_utc_offset_is_one_prefix() -> None:
+    prefix = parse_prefix("2025-11-09 15:39:31.043 +08:00 [rank2]: RuntimeError: x")
+    assert prefix.rank == 2 and prefix.time is not None and prefix.time.hour == 7
+
+
+@pytest.mark.parametrize("line", ["(autoscaler +1m2s) Adding 1 node", "(see above) failed"])
+def test_parentheses_without_a_pid_are_text(line: str) -> None:
+    assert parse_prefix(line).message == line
+
+
 @pytest.mark.parametrize("line", ["[1,3]<std", "[pod/trainer-", "(Worker_TP", "P1  ", "[Thu Dec  3 07:12", "(VllmWorker rank=3 pi"])
 def test_a_line_cut_inside_a_prefix_is_kept_as_text(line: str) -> None:
     prefix = parse_prefix(line)

@@ -77,7 +77,11 @@ _VLLM_WORKER = re.compile(
 )
 _VLLM_PART = re.compile(r"([A-Z]{2,3})(\d{1,4})")
 _VLLM_OTHER = re.compile(r"\((?:EngineCore(?:_DP\d{1,4})?|APIServer|VllmWorkerProcess)(?: pid=\d{1,9})?\)\s?")
-_RAY_WORKER = re.compile(r"\((?:RayWorkerWrapper|RayWorkerProc|raylet)?(?: ?pid=\d{1,9})?(?:, ip=([\d.]{7,15}))?\)\s?")
+# Ray's worker-log prefix: `(<actor or task name> pid=N, ip=A)`, e.g. `(RayTrainWorker pid=2364,
+# ip=10.0.0.3)`, `(WorkerDict pid=..)`, `(pid=N)`, and `(raylet)`.
+_RAY_WORKER = re.compile(r"\((?:[A-Za-z_][\w.:-]{0,80} ?pid=\d{1,9}|pid=\d{1,9}|raylet)(?:, ip=([\d.]{7,15}))?\)\s?")
+# ANSI colour codes (Ray colours its prefixes) pasted without their escape character: `[2m[36m`.
+_ANSI_REMNANT = re.compile(r"(?:\x1b?\[\d{1,3}(?:;\d{1,3}){0,4}m){1,6}")
 _STREAM_TAG = re.compile(r"\[(?:stderr|stdout|STDERR|STDOUT)\]:?\s?")  # a launcher's stream tag alone
 # A job or node name, then the stream, as launchers that multiplex many nodes print them
 # (milabench: `<bench>.<node> [stderr] [rank11]: ...`).
@@ -94,7 +98,7 @@ _QUOTE = re.compile(r"[|>] (?=\S)")  # a log pasted as a quote or inside a table
 _HOST = re.compile(r"([a-z0-9][a-z0-9.-]{0,62}): ")
 _NCCL_HOST = re.compile(r"([A-Za-z0-9][\w.-]{0,62}):(\d{1,9}):(\d{1,9}) \[(\d{1,4})\] NCCL ")
 _ISO = re.compile(
-    r"\[?(\d{4})-(\d\d)-(\d\d)[T _](\d\d):(\d\d):(\d\d)(?:[.,](\d{1,9}))?(Z|[+-]\d\d:?\d\d)?\]?"
+    r"\[?(\d{4})-(\d\d)-(\d\d)[T _](\d\d):(\d\d):(\d\d)(?:[.,](\d{1,9}))?(?: ?(Z|[+-]\d\d:?\d\d))?\]?"
 )
 _GLOG = re.compile(r"\[?([IWEF])(\d{1,2})(\d\d) (\d\d):(\d\d):(\d\d)\.(\d{1,9})(?: {1,8}\d{1,9})? ")
 # dmesg -T, and Open MPI's --timestamp-output (ctime in brackets, `<stream>: ` when untagged)
@@ -308,6 +312,7 @@ _PEELERS: tuple[tuple[str, Callable[[str, _Peeled], int]], ...] = (
     ("(", _vllm_worker),
     ("(", _skip(_VLLM_OTHER)),
     ("(", _ray_worker),
+    ("[\x1b", _skip(_ANSI_REMNANT)),
     ("[", _host(_POD)),
     ("[", _skip(_STREAM_TAG)),
     (string.ascii_letters + _DIGITS, _host(_NAMED_STREAM)),
