@@ -144,8 +144,8 @@ INTERNAL_PATTERNS: tuple[InternalPattern, ...] = (
     # status (not the end of a dataset: OUT_OF_RANGE), and the error lines of command-line
     # tools that stop there (Slurm, the Docker daemon, Rust/Go launchers such as TGI's,
     # llama.cpp's model loader); a shell that could not find a command (`bash: orted: command
-    # not found` from an MPI launcher); Rust and Go panics (tokenizers, TGI's router, Ollama), a
-    # Windows crash faulthandler reports, and a build that failed (pip, ninja, the linker,
+    # not found` from an MPI launcher), a make recipe that failed; Rust and Go panics
+    # (tokenizers, TGI's router, Ollama), a Windows crash faulthandler reports, and a build that failed (pip, ninja, the linker,
     # CMake, a compiler error in a C++/CUDA extension).
     InternalPattern(
         Internal.fatal_line,
@@ -164,6 +164,7 @@ INTERNAL_PATTERNS: tuple[InternalPattern, ...] = (
         r"(?:^|[|\]>] ?)Error: [A-Za-z]|: error loading model: |"
         r"\bpanicked at\b|(?:^|[|\]>] ?)panic: |Windows fatal exception: |"
         r"\b(?:ba|z|da)?sh(?:: line \d{1,6})?: [^\s:]{1,200}: command not found|"
+        r"\bmake(?:\[\d{1,3}\])?: \*\*\* \[[^\]\n]{1,200}\] Error \d{1,3}|"
         r"error: subprocess-exited-with-error|ERROR: Failed building wheel for |ninja: build stopped: |"
         r"collect2: error: |CMake Error at |\.(?:cu|cuh|cpp|cc|c|h|hpp)(?::\d+:\d+: |\(\d+\): )(?:fatal )?error: )",
         256,
