@@ -104,6 +104,12 @@ FAILED = {
         "  error: subprocess-exited-with-error",
         "  ERROR: Failed building wheel for flash-attn",
     ],
+    "a pod status with a non-zero exit code": ["Last State: Terminated", "  Reason: Error", "  exitCode: 2"],
+    "ray re-raised a worker's exception": [
+        "ray.exceptions.RayTaskError(ValueError): ray::TrainWorker.step() (pid=812, ip=10.0.0.4, actor_id=ab12)",
+    ],
+    "an MPI launcher could not start its daemon": ["bash: orted: command not found"],
+    "a make recipe failed": ["python train.py --config base.yaml", "make: *** [Makefile:14: train] Error 1"],
 }
 
 HEALTHY = {
@@ -152,6 +158,10 @@ HEALTHY = {
         "step 2 loss 2.20", "step 3 loss 2.11",
     ],
     "a metric named Error": ["epoch 1 Error: 0.231", "epoch 2 Error: 0.198", "Finished training"],
+    "a setup script missed an optional tool, then training ran": [
+        "bash: nvidia-smi: command not found", "step 1 loss 2.31", "step 2 loss 2.20", "step 3 loss 2.11",
+    ],
+    "a pod status with exit code zero": ["Last State: Terminated", "  Reason: Completed", "  exitCode: 0"],
 }
 
 
