@@ -110,6 +110,13 @@ FAILED = {
     ],
     "an MPI launcher could not start its daemon": ["bash: orted: command not found"],
     "a make recipe failed": ["python train.py --config base.yaml", "make: *** [Makefile:14: train] Error 1"],
+    "mpirun could not start the job": [
+        "mpirun was unable to find the specified executable file, and therefore",
+        "did not launch the job.",
+    ],
+    "a missing library that is not an optional probe": [
+        "ImportError: libcudnn.so.9: cannot open shared object file: No such file or directory",
+    ],
 }
 
 HEALTHY = {
@@ -162,6 +169,26 @@ HEALTHY = {
         "bash: nvidia-smi: command not found", "step 1 loss 2.31", "step 2 loss 2.20", "step 3 loss 2.11",
     ],
     "a pod status with exit code zero": ["Last State: Terminated", "  Reason: Completed", "  exitCode: 0"],
+    "nccl finds no external network plugin": [
+        "node3:811:811 [0] NCCL INFO NET/Plugin: Plugin load returned 2 : libnccl-net.so: cannot open shared object "
+        "file: No such file or directory : when loading libnccl-net.so",
+        "node3:811:811 [0] NCCL INFO NET/Plugin: Using internal network plugin.",
+    ],
+    "jax probes the backends it was not built for": [
+        "INFO:jax._src.xla_bridge:Unable to initialize backend 'tpu': INTERNAL: Failed to open libtpu.so: libtpu.so: "
+        "cannot open shared object file: No such file or directory",
+        "INFO:root:Restoring checkpoint from /ckpt/params",
+    ],
+    "libibverbs probes a provider that is not installed": [
+        "libibverbs: Warning: couldn't load driver 'libmlx4-rdmav34.so': libmlx4-rdmav34.so: cannot open shared "
+        "object file: No such file or directory",
+    ],
+    "torch probes cuda on a machine without a gpu, then trains on the cpu": [
+        "/usr/lib/python3.11/site-packages/torch/cuda/__init__.py:129: UserWarning: CUDA initialization: Found no "
+        "NVIDIA driver on your system. Please check that you have an NVIDIA GPU and installed a driver",
+        "  return torch._C._cuda_getDeviceCount() > 0",
+        "device: cpu",
+    ],
 }
 
 

@@ -50,12 +50,12 @@ def test_paths_and_numbers_are_not_query_words() -> None:
 
 def test_unknown_failure_lists_candidates_in_the_report(tmp_path: Path) -> None:
     path = tmp_path / "pasted.log"
-    path.write_text("RuntimeError: cuda runtime error (214) : uncorrectable ECC error encountered at "
-                    "/opt/conda/conda-bld/pytorch_1556653099582/work/aten/src/THC/THCCachingAllocator.cpp:510\n"
+    # CUDA's text for cudaErrorNvlinkUncorrectable, in a wrapper no signature knows
+    path.write_text("RuntimeError: CUDA driver error: uncorrectable NVLink error detected during the execution\n"
                     "terminate called after throwing an instance of 'c10::Error'\n")
     diagnosis = diagnose([str(path)])
     assert diagnosis.status in (Status.unknown_failure, Status.failure)
-    assert diagnosis.candidates[0].id == "gpu-ecc-error"
+    assert diagnosis.candidates[0].id == "nvlink-error"
     assert diagnosis.candidates[0].confidence < 0.9
 
 

@@ -53,11 +53,13 @@ def follows(observation: Observation, anchors: list[Observation], within: int) -
 
 
 def excused_orders(observations: list[Observation], scanner: Scanner) -> set[int]:
-    """Orders of lines inside a report that is not a failure: an exception Python printed as
-    `Exception ignored in`, a Dynamo graph break logged while compilation carries on."""
+    """Orders of lines that are not failures: those inside a report of one (an exception Python
+    printed as `Exception ignored in`, a Dynamo graph break logged while compilation carries on),
+    and a healthy run's notices that an optional component is absent."""
+    notices = {o.order for o in internal_lines(observations, scanner, Internal.benign_notice)}
     anchors = (internal_lines(observations, scanner, Internal.exception_ignored)
                + internal_lines(observations, scanner, Internal.graph_break))
-    return {o.order for o in observations if follows(o, anchors, IGNORED_SPAN)} if anchors else set()
+    return notices | ({o.order for o in observations if follows(o, anchors, IGNORED_SPAN)} if anchors else set())
 
 
 def failure_evidence(

@@ -32,6 +32,7 @@ class Internal(str, Enum):
     run_fact = "run-fact"
     fatal_line = "fatal-line"
     graph_break = "graph-break"
+    benign_notice = "benign-notice"
 
 
 @dataclass(frozen=True)
@@ -144,7 +145,7 @@ INTERNAL_PATTERNS: tuple[InternalPattern, ...] = (
     # status (not the end of a dataset: OUT_OF_RANGE), and the error lines of command-line
     # tools that stop there (Slurm, the Docker daemon, Rust/Go launchers such as TGI's,
     # llama.cpp's model loader); a shell that could not find a command (`bash: orted: command
-    # not found` from an MPI launcher), a make recipe that failed; Rust and Go panics
+    # not found` from an MPI launcher), a make recipe that failed, an MPI launcher that could not start the job; Rust and Go panics
     # (tokenizers, TGI's router, Ollama), a Windows crash faulthandler reports, and a build that failed (pip, ninja, the linker,
     # CMake, a compiler error in a C++/CUDA extension).
     InternalPattern(
@@ -165,10 +166,22 @@ INTERNAL_PATTERNS: tuple[InternalPattern, ...] = (
         r"\bpanicked at\b|(?:^|[|\]>] ?)panic: |Windows fatal exception: |"
         r"\b(?:ba|z|da)?sh(?:: line \d{1,6})?: [^\s:]{1,200}: command not found|"
         r"\bmake(?:\[\d{1,3}\])?: \*\*\* \[[^\]\n]{1,200}\] Error \d{1,3}|"
+        r"\b(?:mpirun|mpiexec|prterun) was unable to |"
         r"error: subprocess-exited-with-error|ERROR: Failed building wheel for |ninja: build stopped: |"
         r"collect2: error: |CMake Error at |\.(?:cu|cuh|cpp|cc|c|h|hpp)(?::\d+:\d+: |\(\d+\): )(?:fatal )?error: )",
         256,
         context=True,
+    ),
+    # Notices healthy runs print when an optional component is absent: NCCL's probe for an
+    # external network plugin, JAX's logged probe of backends it was not built for (not the
+    # RuntimeError of a backend asked for), libibverbs' probe of provider drivers, torch's CUDA
+    # probe on a machine without a driver (a warning; using CUDA afterwards raises its own error). Their `cannot open shared object file` or `Found no
+    # NVIDIA driver` is not a failure: analyze/salient.py excuses these lines.
+    InternalPattern(
+        Internal.benign_notice,
+        r"(?:NCCL INFO NET/Plugin|xla_bridge(?:\.py)?:(?:\d{1,5}(?:\]|:) )?Unable to initialize backend '|"
+        r"libibverbs: Warning: couldn't load driver|UserWarning: CUDA initialization: Found no NVIDIA driver)",
+        256,
     ),
     # TORCH_LOGS=graph_breaks prints a Dynamo traceback under this header while the run goes on.
     InternalPattern(Internal.graph_break,
