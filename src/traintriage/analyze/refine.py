@@ -127,7 +127,8 @@ def _cancel_after_task_failure(candidates: dict[str, Candidate]) -> None:
     first_cancel = min(signal.roots, key=lambda o: (o.hit.source, o.hit.line), default=None)
     if first_cancel is not None and any(f.hit.source == first_cancel.hit.source and f.hit.line < first_cancel.hit.line
                                         for f in failures):
-        del candidates["launcher-signal-received"]  # a consequence: outranking wrappers is its nature's due
+        # Removed, not demoted: as a collateral entry it would still outrank the wrapper entry.
+        del candidates["launcher-signal-received"]
 
 
 def _require_user_frame(candidates: dict[str, Candidate]) -> None:
