@@ -73,3 +73,10 @@ def test_whitespace_runs_do_not_shift_the_kept_part() -> None:
     line = "[rank0]:\t  ERROR   " + "y " * 100 + "Loaded runtime CuDNN library: 9.1.0 but source was compiled with: 9.8.0."
     squeezed_part = "Loaded runtime CuDNN library: 9.1.0 but source was compiled with: 9.8.0"
     _kept(line, squeezed_part)
+
+
+def test_a_match_glued_to_a_long_path_is_quoted_whole() -> None:
+    path = "/var/lib/docker/overlay2/" + "a1b2c3d4" * 12 + "/diff/opt/venv/lib/libcudnn_engines.so.9"
+    line = f"failed to register layer: write {path}: no space left on device"
+    quoted = _kept(line, ": no space left on device")
+    assert quoted.endswith(": no space left on device")

@@ -76,7 +76,9 @@ def _around(text: str, width: int, keep: Span) -> str:
     elif keep[0] <= width // 4 and keep[1] <= limit:
         begin = 0
     else:
-        begin = match_start
+        # From the word the match starts in, unless that word is so long (a path glued to
+        # `: no space left on device`) that the match would not fit after it.
+        begin = match_start if keep[1] - match_start <= width - len(ELLIPSIS) - 1 else keep[0]
         head_start = message.start() if message is not None else 0
         head_room = width - len(ELLIPSIS) - (len(text) - begin) - (1 if head_start else 0)
         if head_room >= MIN_TAIL and begin > head_start:  # the match ends the line: its head, then the match
