@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from traintriage.analyze.observations import Observation, printed_time
 from traintriage.analyze.scoring import Candidate
+from traintriage.match.internal import HOROVOD_TENSOR
 from traintriage.parse.prefix import failed_process_rank
 from traintriage.parse.torchrun import FailureReport
 
@@ -25,12 +26,10 @@ _FAULTY = re.compile(r"(?:check rank (\d+) logs for faulty rank|waiting for send
                      r"Culprit rank (\d+); Error type)")
 # Horovod's coordinator names the ranks that never submitted a tensor: `<tensor> [missing ranks: 1]`
 # (0.16 and older), or under `Missing ranks:` one line per rank, `1!: [HorovodAllreduce_x, ...]`
-# (stall_inspector.cc; a tensor's name holds Horovod's default `Horovod<Op>_` (TensorFlow) or
-# `horovod_<op>.N` (MXNet), often under a scope such as
-# `DistributedGradientTape_Allreduce/...`, unless the user names it).
-_HOROVOD_MISSING = re.compile(r"\[missing ranks: (\d{1,7})\]|"
-                              r"(?:^|[\]>: ])(\d{1,7})!?: \[[^\]\n]{0,300}?(?:Horovod(?:Allreduce|Allgather|Broadcast|Alltoall|ReduceScatter)|"
-                              r"horovod_(?:allreduce|allgather|broadcast|alltoall|reducescatter)\.)")
+# (stall_inspector.cc; a tensor's name holds Horovod's default, match/internal.py's
+# HOROVOD_TENSOR, often under a scope such as `DistributedGradientTape_Allreduce/...`, unless
+# the user names it).
+_HOROVOD_MISSING = re.compile(r"\[missing ranks: (\d{1,7})\]|(?:^|[\]>: ])(\d{1,7})!?: \[[^\]\n]{0,300}?" + HOROVOD_TENSOR)
 _AGENT_FAILURE = re.compile(r"failed \(exitcode: (-?\d+)\) local_rank: (\d+)")
 _REPORT_RANK = re.compile(r"rank\s*: (\d+) \(local_rank")
 _LAST_COMPLETED = re.compile(r"last completed (?:NCCL )?work: (-?\d+)")

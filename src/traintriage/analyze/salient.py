@@ -56,10 +56,12 @@ def excused_orders(observations: list[Observation], scanner: Scanner) -> set[int
     """Orders of lines that are not failures: those inside a report of one (an exception Python
     printed as `Exception ignored in`, a Dynamo graph break logged while compilation carries on),
     and a healthy run's notices that an optional component is absent."""
-    notices = {o.order for o in internal_lines(observations, scanner, Internal.benign_notice)}
+    excused = {o.order for o in internal_lines(observations, scanner, Internal.benign_notice)}
     anchors = (internal_lines(observations, scanner, Internal.exception_ignored)
                + internal_lines(observations, scanner, Internal.graph_break))
-    return notices | ({o.order for o in observations if follows(o, anchors, IGNORED_SPAN)} if anchors else set())
+    if anchors:
+        excused |= {o.order for o in observations if follows(o, anchors, IGNORED_SPAN)}
+    return excused
 
 
 def failure_evidence(

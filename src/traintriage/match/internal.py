@@ -35,6 +35,12 @@ class Internal(str, Enum):
     benign_notice = "benign-notice"
 
 
+# The default name of a tensor Horovod reduces, as its stall report lists it: `HorovodAllreduce_x`
+# (TensorFlow) or `horovod_allreduce.N` (MXNet); analyze/ranks.py reads the rank before it.
+HOROVOD_TENSOR = (r"(?:Horovod(?:Allreduce|Allgather|Broadcast|Alltoall|ReduceScatter)|"
+                  r"horovod_(?:allreduce|allgather|broadcast|alltoall|reducescatter)\.)")
+
+
 @dataclass(frozen=True)
 class InternalPattern:
     """`confirm`, when set, is checked (Python `re`, bytes) on each line the fast pattern hits
@@ -104,9 +110,7 @@ INTERNAL_PATTERNS: tuple[InternalPattern, ...] = (
     InternalPattern(
         Internal.faulty_rank,
         r"(?:check rank \d+ logs for faulty rank|Culprit rank \d+; Error type|Ranks? \d+(?:, ?\d+)* failed to pass monitoredBarrier|"
-        r"waiting for send/recv from rank \d+|\[missing ranks: \d|"
-        r"\d!?: \[[^\]\n]{0,300}(?:Horovod(?:Allreduce|Allgather|Broadcast|Alltoall|ReduceScatter)|"
-        r"horovod_(?:allreduce|allgather|broadcast|alltoall|reducescatter)\.))",
+        r"waiting for send/recv from rank \d+|\[missing ranks: \d|\d!?: \[[^\]\n]{0,300}" + HOROVOD_TENSOR + ")",
         256,
     ),
     InternalPattern(
@@ -145,9 +149,10 @@ INTERNAL_PATTERNS: tuple[InternalPattern, ...] = (
     # status (not the end of a dataset: OUT_OF_RANGE), and the error lines of command-line
     # tools that stop there (Slurm, the Docker daemon, Rust/Go launchers such as TGI's,
     # llama.cpp's model loader); a shell that could not find a command (`bash: orted: command
-    # not found` from an MPI launcher), a make recipe that failed, an MPI launcher that could not start the job; Rust and Go panics
-    # (tokenizers, TGI's router, Ollama), a Windows crash faulthandler reports, and a build that failed (pip, ninja, the linker,
-    # CMake, a compiler error in a C++/CUDA extension).
+    # not found` from an MPI launcher), a make recipe that failed, an MPI launcher that could
+    # not start the job; Rust and Go panics (tokenizers, TGI's router, Ollama), a Windows crash
+    # faulthandler reports, and a build that failed (pip, ninja, the linker, CMake, a compiler
+    # error in a C++/CUDA extension).
     InternalPattern(
         Internal.fatal_line,
         r"(?:terminate called (?:after throwing|recursively|without an active exception)|\bwhat\(\): |"
@@ -175,8 +180,9 @@ INTERNAL_PATTERNS: tuple[InternalPattern, ...] = (
     # Notices healthy runs print when an optional component is absent: NCCL's probe for an
     # external network plugin, JAX's logged probe of backends it was not built for (not the
     # RuntimeError of a backend asked for), libibverbs' probe of provider drivers, torch's CUDA
-    # probe on a machine without a driver (a warning; using CUDA afterwards raises its own error). Their `cannot open shared object file` or `Found no
-    # NVIDIA driver` is not a failure: analyze/salient.py excuses these lines.
+    # probe on a machine without a driver (a warning; using CUDA afterwards raises its own
+    # error). Their `cannot open shared object file` or `Found no NVIDIA driver` is not a
+    # failure: analyze/salient.py excuses these lines.
     InternalPattern(
         Internal.benign_notice,
         r"(?:NCCL INFO NET/Plugin|xla_bridge(?:\.py)?:(?:\d{1,5}(?:\]|:) )?Unable to initialize backend '|"
