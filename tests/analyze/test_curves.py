@@ -62,3 +62,12 @@ def test_median_matches_the_statistics_module() -> None:
         assert median(values) == statistics.median(values)
     with pytest.raises(ValueError):
         median([])
+
+
+def test_grad_norm_nan_from_the_first_logged_step_is_a_nan_onset() -> None:
+    finding = curves.persistent_nonfinite_grad(_series([60.5, 0.0], grads=[float("nan"), float("nan")]))
+    assert finding is not None and finding.step == 0
+
+
+def test_one_late_nan_grad_norm_is_not_persistent() -> None:
+    assert curves.persistent_nonfinite_grad(_series([2.3, 2.2], grads=[1.1, float("nan")])) is None

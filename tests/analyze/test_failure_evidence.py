@@ -174,6 +174,12 @@ HEALTHY = {
         "file: No such file or directory : when loading libnccl-net.so",
         "node3:811:811 [0] NCCL INFO NET/Plugin: Using internal network plugin.",
     ],
+    "nccl's tuner plugin misses a library it needs, and nccl goes on with its own tuning": [
+        "node3:811:811 [0] NCCL INFO TUNER/Plugin: libnccl-tuner.so: libcudart.so.11.0: cannot open shared object "
+        "file: No such file or directory",
+        "node3:811:811 [0] NCCL INFO PROFILER/Plugin: Could not find: libnccl-profiler.so",
+        "step 1 loss 2.31",
+    ],
     "jax probes the backends it was not built for": [
         "INFO:jax._src.xla_bridge:Unable to initialize backend 'tpu': INTERNAL: Failed to open libtpu.so: libtpu.so: "
         "cannot open shared object file: No such file or directory",

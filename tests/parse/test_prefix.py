@@ -147,6 +147,7 @@ def test_plain_text_keeps_its_numbers(line: str) -> None:
         ("srun: error: gpu-node-4: task 12: Out Of Memory", 12),
         ("torch.multiprocessing.spawn.ProcessExitedException: process 3 terminated with signal SIGKILL", 3),
         ("Process 0 exit with status code 137.", 0),
+        ("-- Process 3 terminated with the following error:", 3),
         ("Worker proc VllmWorker-2 died unexpectedly, shutting down executor.", 2),
     ],
 )

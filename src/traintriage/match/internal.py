@@ -150,7 +150,7 @@ INTERNAL_PATTERNS: tuple[InternalPattern, ...] = (
     # tools that stop there (Slurm, the Docker daemon, Rust/Go launchers such as TGI's,
     # llama.cpp's model loader); a shell that could not find a command (`bash: orted: command
     # not found` from an MPI launcher), a make recipe that failed, an MPI launcher that could
-    # not start the job; Rust and Go panics (tokenizers, TGI's router, Ollama), a Windows crash
+    # not start the job, torch.multiprocessing.spawn's report of a child's exception; Rust and Go panics (tokenizers, TGI's router, Ollama), a Windows crash
     # faulthandler reports, and a build that failed (pip, ninja, the linker, CMake, a compiler
     # error in a C++/CUDA extension).
     InternalPattern(
@@ -171,21 +171,21 @@ INTERNAL_PATTERNS: tuple[InternalPattern, ...] = (
         r"\bpanicked at\b|(?:^|[|\]>] ?)panic: |Windows fatal exception: |"
         r"\b(?:ba|z|da)?sh(?:: line \d{1,6})?: [^\s:]{1,200}: command not found|"
         r"\bmake(?:\[\d{1,3}\])?: \*\*\* \[[^\]\n]{1,200}\] Error \d{1,3}|"
-        r"\b(?:mpirun|mpiexec|prterun) was unable to |"
+        r"\b(?:mpirun|mpiexec|prterun) was unable to |-- Process \d{1,6} terminated with the following error:|"
         r"error: subprocess-exited-with-error|ERROR: Failed building wheel for |ninja: build stopped: |"
         r"collect2: error: |CMake Error at |\.(?:cu|cuh|cpp|cc|c|h|hpp)(?::\d+:\d+: |\(\d+\): )(?:fatal )?error: )",
         256,
         context=True,
     ),
-    # Notices healthy runs print when an optional component is absent: NCCL's probe for an
-    # external network plugin, JAX's logged probe of backends it was not built for (not the
+    # Notices healthy runs print when an optional component is absent: NCCL's probes for its
+    # external plugins (network, tuner, profiler, ...: `<KIND>/Plugin: Could not find: ...`), JAX's logged probe of backends it was not built for (not the
     # RuntimeError of a backend asked for), libibverbs' probe of provider drivers, torch's CUDA
     # probe on a machine without a driver (a warning; using CUDA afterwards raises its own
     # error). Their `cannot open shared object file` or `Found no NVIDIA driver` is not a
     # failure: analyze/salient.py excuses these lines.
     InternalPattern(
         Internal.benign_notice,
-        r"(?:NCCL INFO NET/Plugin|xla_bridge(?:\.py)?:(?:\d{1,5}(?:\]|:) )?Unable to initialize backend '|"
+        r"(?:NCCL INFO (?:NET|GIN|RMA|TUNER|PROFILER|ENV)/Plugin|xla_bridge(?:\.py)?:(?:\d{1,5}(?:\]|:) )?Unable to initialize backend '|"
         r"libibverbs: Warning: couldn't load driver|UserWarning: CUDA initialization: Found no NVIDIA driver)",
         256,
     ),

@@ -120,7 +120,7 @@ _COMPOSE = re.compile(r"([A-Za-z][\w.-]{0,62}[-_]\d{1,4}) {1,64}\| (?=\S)")
 # text-generation-inference's launcher (shards named after their rank).
 _FAILED_PROCESS = re.compile(
     r"(?:mpirun noticed that process rank (\d{1,6}) with PID|srun: error: [\w.<>-]{1,64}: task (\d{1,6}): |"
-    r"\b[Pp]rocess (\d{1,6}) (?:terminated with (?:signal|exit code)|exit with status code)|"
+    r"\b[Pp]rocess (\d{1,6}) (?:terminated with (?:signal|exit code|the following error)|exit with status code)|"
     r"\bVllmWorker-(\d{1,5}) died|\bRayWorkerProc rank=\[(\d{1,5})[\],]|\bShard (\d{1,5}) (?:failed to start|crashed))"
 )
 _RANK_IN_TEXT = re.compile(r"\b[Rr]ank[ :=]?\s?(\d{1,5})\b")
