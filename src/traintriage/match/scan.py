@@ -210,6 +210,7 @@ VECTOR_COUNT_BYTES = 4 << 10
 which is a byte-at-a-time loop, from 4 KB on); below, the array is not worth it."""
 VECTOR_WINDOW_BYTES = 1 << 20
 """Only windows this big use numpy: a small log (one small window) never pays its import."""
+COUNT_SLICE_BYTES = 256 << 10
 _numpy: object = None
 
 
@@ -229,7 +230,11 @@ def count_newlines(chunk: Chunk, start: int, stop: int) -> int:
     if _numpy is False:
         return chunk.count(b"\n", start, stop)
     np = cast("Any", _numpy)
-    return int(np.count_nonzero(np.frombuffer(chunk, np.uint8, stop - start, start) == _NEWLINE))
+    data = np.frombuffer(chunk, np.uint8, stop - start, start)
+    # Slices that stay in the core's cache: the comparison's temporary array of a whole 4 MB
+    # window goes to memory and back, which made the count twice as slow.
+    return sum(int(np.count_nonzero(data[at : at + COUNT_SLICE_BYTES] == _NEWLINE))
+               for at in range(0, len(data), COUNT_SLICE_BYTES))
 
 
 def _line_bounds(chunk: Chunk, offset: int, limit: int) -> tuple[int, int]:

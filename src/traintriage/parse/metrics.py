@@ -14,16 +14,22 @@ from dataclasses import dataclass
 
 from traintriage.parse.prefix import parse_prefix
 
-_NUMBER = r"[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|nan|NaN|inf|Infinity|-inf)"
-_LOSS = re.compile(r"(?<![\w/])(?:lm |train[_/])?loss['\"]?\s*(?:is\s+)?[:=]?\s*['\"]?(" + _NUMBER + r")(?![\w.])", re.I)
-_GRAD = re.compile(r"grad[_ ]?norm['\"]?\s*[:=]?\s*['\"]?(" + _NUMBER + r")(?![\w.])", re.I)
-_LR = re.compile(r"(?:learning[_ ]rate|\blr)['\"]?\s*[:=]\s*['\"]?(" + _NUMBER + r")(?![\w.])", re.I)
-_STEP = re.compile(r"(?:\bglobal[_ ]step|\bstep|\biteration|\biter)\s*[:=]?\s*\[?\s*(\d+)", re.I)
+# Searched in the lower-cased message, case-sensitively: Python's `re` skips ahead to a
+# pattern's literal only without IGNORECASE, and these run on every sampled line of a big log.
+_NUMBER = r"[-+]?(?:\d+\.?\d*(?:e[-+]?\d+)?|\.\d+(?:e[-+]?\d+)?|nan|inf|infinity|-inf)"
+_LOSS = re.compile(r"(?<![\w/])(?:lm |train[_/])?loss['\"]?\s*(?:is\s+)?[:=]?\s*['\"]?(" + _NUMBER + r")(?![\w.])")
+_GRAD = re.compile(r"grad[_ ]?norm['\"]?\s*[:=]?\s*['\"]?(" + _NUMBER + r")(?![\w.])")
+_LR = re.compile(r"(?:learning[_ ]rate|\blr)['\"]?\s*[:=]\s*['\"]?(" + _NUMBER + r")(?![\w.])")
+_STEP = re.compile(r"(?:\bglobal[_ ]step|\bstep|\biteration|\biter)\s*[:=]?\s*\[?\s*(\d+)")
 _STEP_TIME = re.compile(
-    r"(?:elapsed time per iteration \(ms\)|step[_ ]time|iter[_ ]time|\btime)['\"]?\s*[:=]?\s*(\d+\.?\d*)\s*(ms|s)?\b", re.I
+    r"(?:elapsed time per iteration \(ms\)|step[_ ]time|iter[_ ]time|\btime)['\"]?\s*[:=]?\s*(\d+\.?\d*)\s*(ms|s)?\b"
 )
-_THROUGHPUT = re.compile(r"(\d+\.?\d*)\s*(?:samples/s|tokens/s|it/s|samples/sec|tokens/sec)|"
-                         r"(?:samples_per_second|tokens_per_second|throughput)['\"]?\s*[:=]\s*(\d+\.?\d*)", re.I)
+# A rate is a number before its unit (`91582 tokens/s`, tqdm's `5.37it/s`) or after its key:
+# the unit is found first and the number read just before it, not tried at every digit.
+_RATE_UNIT = re.compile(r"(?:samples|tokens)/s(?:ec)?|it/s")
+_NUMBER_BEFORE_UNIT = re.compile(r"(\d+\.?\d*)\s*$")
+_RATE_KEY = re.compile(r"(?:samples_per_second|tokens_per_second|throughput)['\"]?\s*[:=]\s*(\d+\.?\d*)")
+UNIT_LOOKBACK = 48
 
 MAX_POINTS = 4000
 MAX_TEXT = 400
@@ -63,45 +69,52 @@ def _float(text: str | None) -> float | None:
 def parse_metric_line(line: str, source: int, number: int, rank: int | None = None) -> MetricPoint | None:
     """A point when the line reports a loss or a grad norm; None for lines that only mention them."""
     prefix = parse_prefix(line)
-    body = prefix.message
-    loss_match = _LOSS.search(body)
-    grad = _GRAD.search(body)
+    lower = prefix.message.lower()
+    loss_match = _LOSS.search(lower) if "loss" in lower else None
+    grad = _GRAD.search(lower) if "norm" in lower else None
     if not loss_match and not grad:
         return None
-    loss = _float(loss_match.group(1)) if loss_match else None
-    step_match = _STEP.search(body)
-    # Cheap substring tests first: these regexes start at every digit, and run on every
-    # sampled line of a big log.
-    lower = body.lower()
+    step_match = _STEP.search(lower) if "iter" in lower or "step" in lower else None
     step_time: float | None = None
-    time_match = _STEP_TIME.search(body) if "time" in lower else None
+    time_match = _STEP_TIME.search(lower) if "time" in lower else None
     if time_match:
         step_time = _float(time_match.group(1))
         if step_time is not None and (time_match.group(2) == "ms" or "(ms)" in time_match.group(0)):
             step_time /= 1000.0
-    throughput = None
-    if "/s" in lower or "per_second" in lower or "throughput" in lower:
-        throughput_match = _THROUGHPUT.search(body)
-        if throughput_match:
-            throughput = _float(throughput_match.group(1) or throughput_match.group(2))
-    lr = _LR.search(body) if "lr" in lower or "learning" in lower else None
+    lr = _LR.search(lower) if "lr" in lower or "learning" in lower else None
     return MetricPoint(
         source=source,
         line=number,
         # a per-process curve: torchrun's local rank still separates the processes of one console
         rank=next((r for r in (prefix.rank, rank, prefix.local_rank) if r is not None), None),
         step=int(step_match.group(1)) if step_match else None,
-        loss=loss,
+        loss=_float(loss_match.group(1)) if loss_match else None,
         grad_norm=_float(grad.group(1)) if grad else None,
         lr=_float(lr.group(1)) if lr else None,
         step_time=step_time,
-        throughput=throughput,
+        throughput=_throughput(lower),
         time=prefix.time.timestamp() if prefix.time else None,
         text=line[:MAX_TEXT],
         host=prefix.host,
         local_rank=prefix.local_rank,
         local_only=prefix.rank is None and rank is None and prefix.local_rank is not None,
     )
+
+
+def _throughput(lower: str) -> float | None:
+    """The first rate the line reports, by unit or by key, whichever comes first."""
+    if "/s" not in lower and "per_second" not in lower and "throughput" not in lower:
+        return None
+    found: tuple[int, str] | None = None
+    for unit in _RATE_UNIT.finditer(lower):
+        before = _NUMBER_BEFORE_UNIT.search(lower, max(0, unit.start() - UNIT_LOOKBACK), unit.start())
+        if before:
+            found = (before.start(), before.group(1))
+            break
+    keyed = _RATE_KEY.search(lower)
+    if keyed and (found is None or keyed.start() < found[0]):
+        found = (keyed.start(), keyed.group(1))
+    return _float(found[1]) if found else None
 
 
 class MetricSampler:
