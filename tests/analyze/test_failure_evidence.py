@@ -24,6 +24,10 @@ FAILED = {
         "2026-12-03 07:12:40.456418: E external/local_xla/xla/stream_executor/cuda/cuda_driver.cc:1230] failed to "
         "alloc 17179869184 bytes on host: CUDA_ERROR_OUT_OF_MEMORY: out of memory",
     ],
+    "a sycl exception before the program exits (dpct's handler)": [
+        "Native API failed. Native API returns: 39 (UR_RESULT_ERROR_OUT_OF_DEVICE_MEMORY)Exception caught at "
+        "file:/src/ggml/src/ggml-sycl/ggml-sycl.cpp, line:3312",
+    ],
     "glog check failure": [
         "F1203 07:12:40.123456 4412 pjrt_stream_executor_client.cc:1023] Check failed: buffer != nullptr",
     ],
