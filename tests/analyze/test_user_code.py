@@ -51,3 +51,36 @@ def test_a_bare_error_line_is_unknown_not_the_users_code(tmp_path: Path) -> None
     diagnosis = diagnose([str(path)])
     assert diagnosis.status.value == "unknown-failure"
     assert any("isn't supported yet" in e.text for e in diagnosis.unknown)
+
+
+LIBRARY_TYPE_FROM_SCRIPT = """Traceback (most recent call last):
+  File "/home/alice/proj/train.py", line 130, in main
+    warmup = int(cfg.sched.warmup_steps)
+omegaconf.errors.ConfigAttributeError: Key 'warmup_steps' is not in struct
+    full_key: sched.warmup_steps
+    object_type=dict
+"""
+
+LIBRARY_TYPE_FROM_LIBRARY = """Traceback (most recent call last):
+  File "/home/alice/proj/train.py", line 130, in main
+    run = wandb.init(project="p")
+  File "/opt/conda/lib/python3.11/site-packages/wandb/sdk/wandb_init.py", line 1195, in init
+    raise e
+wandb.errors.errors.CommError: failed to upload run metadata
+"""
+
+
+def test_a_library_exception_type_raised_on_a_script_line_is_the_scripts_error(tmp_path: Path) -> None:
+    path = tmp_path / "train.log"
+    path.write_text(LIBRARY_TYPE_FROM_SCRIPT)
+    diagnosis = diagnose([str(path)])
+    assert diagnosis.root_cause is not None and diagnosis.root_cause.id == "user-code-exception"
+    frame = diagnosis.root_cause.user_frame
+    assert frame is not None and frame.line == 130
+
+
+def test_a_library_exception_raised_inside_the_library_stays_unknown(tmp_path: Path) -> None:
+    path = tmp_path / "train.log"
+    path.write_text(LIBRARY_TYPE_FROM_LIBRARY)
+    diagnosis = diagnose([str(path)])
+    assert diagnosis.status.value == "unknown-failure"

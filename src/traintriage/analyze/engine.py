@@ -10,8 +10,10 @@ from traintriage.analyze import curves, refine
 from traintriage.analyze.confidence_map import calibrated
 from traintriage.analyze.observations import Observation, local_tags_are_global, same_rank_context
 from traintriage.analyze.ranks import SuspectRank, earliest_rank, report_ranks, suspects_for
+from traintriage.analyze.refine import USER_CODE
 from traintriage.analyze.salient import excused_orders, failure_evidence, salient_lines
 from traintriage.analyze.scoring import Candidate, rank_candidates, score_entries
+from traintriage.analyze.script_error import SCRIPT_ERROR_SCORE, raised_in_script
 from traintriage.analyze.second_opinion import second_opinion
 from traintriage.analyze.timing import NO_PROGRESS, hang_finding
 from traintriage.kb.loader import KnowledgeBase
@@ -123,6 +125,11 @@ def analyze(
     opinion = second_opinion(salient, kb, scanner) if salient else None
     if opinion is not None:
         ranked, root = opinion.candidates, opinion.root
+    script_error = raised_in_script(salient) if root is None and USER_CODE in kb.entries else None
+    if script_error is not None:
+        root = _synthetic(USER_CODE, SCRIPT_ERROR_SCORE, script_error,
+                          "raised from the script's own code (the deepest frame of its traceback)")
+        ranked = [root] + [c for c in ranked if c.entry_id != USER_CODE]
 
     reports = _reports(observations, scanner)
     signalled = [o for o in _internal(observations, scanner, Internal.fatal_signal)
@@ -141,6 +148,8 @@ def analyze(
     explained = {c.entry_id for c, _ in collateral}
     raw = (opinion.confidence if opinion is not None
            else _confidence([c for c in ranked if c.entry_id not in explained], ranked))
+    if script_error is not None:
+        raw = {**raw, USER_CODE: SCRIPT_ERROR_SCORE}
     confidence = {entry_id: calibrated(value) for entry_id, value in raw.items()}
     return Analysis(ranked=ranked, root=root, collateral=collateral, suspects=suspects,
                     initiating_rank=initiating, seen_ranks=seen_ranks, anomalies=anomalies,

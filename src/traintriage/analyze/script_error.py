@@ -1,0 +1,32 @@
+"""An exception raised in the script's own code, when no class of the KB explains the failure.
+
+The KB's catch-all for script errors (`user-code-exception`) matches Python's built-in
+exception types. A library's own exception type raised from a line of the user's script
+(omegaconf's `ConfigAttributeError` on `cfg.train.key`, a project's custom error) is the
+same kind of failure: the deepest frame of its traceback is the user's code. Only that
+case counts: an exception whose traceback ends inside an installed package, or that was
+chained from another exception (the cause lies there), stays an unknown failure.
+"""
+
+from __future__ import annotations
+
+from traintriage.analyze.observations import Observation, same_rank_context
+from traintriage.parse.traceback import parse_traceback
+
+SCRIPT_ERROR_SCORE = 0.45
+"""Weaker than any signature of a class: a catch-all, chosen only when nothing else fits."""
+
+
+def raised_in_script(salient: list[Observation]) -> Observation | None:
+    """The last salient exception whose traceback's deepest frame is in the user's code."""
+    for observation in sorted(salient, key=lambda o: (o.hit.source, o.hit.line), reverse=True):
+        if not observation.hit.before:
+            continue
+        lines = [c.message for c in same_rank_context(observation.hit.before, observation.rank,
+                                                      local_rank=observation.local_rank)]
+        traceback = parse_traceback(lines, observation.message)
+        if traceback is None or not traceback.frames or traceback.chained_from is not None:
+            continue
+        if traceback.frames[-1].is_user_code:
+            return observation
+    return None
