@@ -11,7 +11,7 @@ from traintriage.analyze.confidence_map import calibrated
 from traintriage.analyze.observations import Observation, local_tags_are_global, same_rank_context
 from traintriage.analyze.ranks import SuspectRank, earliest_rank, report_ranks, suspects_for
 from traintriage.analyze.refine import USER_CODE
-from traintriage.analyze.salient import excused_orders, failure_evidence, salient_lines
+from traintriage.analyze.salient import excused_orders, failure_evidence, salient_lines, worker_errors
 from traintriage.analyze.scoring import Candidate, rank_candidates, score_entries
 from traintriage.analyze.script_error import SCRIPT_ERROR_SCORE, raised_in_script
 from traintriage.analyze.second_opinion import second_opinion
@@ -27,6 +27,9 @@ from traintriage.parse.torchrun import FailureReport, parse_root_cause
 from traintriage.parse.traceback import Traceback, parse_traceback
 
 THRESHOLD = 0.3
+LAUNCHER_WRAPPERS = frozenset({"elastic-child-failed", "slurm-srun-task-exited", "mpi-job-aborted"})
+"""Launchers that report a worker's failure; the worker prints its own error (a serving engine's
+or a pod's wrapper lines are themselves what it reports)."""
 EXPLAINS_MARGIN = 0.15
 EXCUSED_FACTOR = 0.85
 _COLLATERAL_SIGNAL = re.compile(r"SIGTERM|SIGHUP|SIGINT|Signal 15\b|got signal: 15")
@@ -118,6 +121,11 @@ def analyze(
 
     ranked = rank_candidates({k: c for k, c in candidates.items() if c.score >= THRESHOLD})
     root, collateral = resolve(ranked, kb)
+    if root is not None and root.entry_id in LAUNCHER_WRAPPERS and worker_errors(
+            observations, scanner, excused, {o.order for o in root.roots + root.supporting}):
+        # The worker's own error is in the log and no class explains it: that is the failure to
+        # show (a launcher's report is the answer only when the worker's error is missing).
+        root, collateral = None, []
     if root is not None:
         ranked = [root] + [c for c in ranked if c is not root]
     failed = root is not None or bool(evidence)

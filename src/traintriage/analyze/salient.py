@@ -84,6 +84,23 @@ def failure_evidence(
     return [o for o in evidence if last_progress.get(o.hit.source, 0) <= o.hit.line]
 
 
+# A launcher's own report of a worker's failure: torchrun's ChildFailedError and agent lines, the
+# SIGTERMs it sends to the other workers, Slurm's task and step lines.
+_LAUNCHER_REPORT = re.compile(r"ChildFailedError|torch\.distributed\.elastic|closing signal SIG|SignalException|"
+                              r"Signal \d+ \(SIG[A-Z]+\) received by PID|failed \(exitcode: |"
+                              r"\b(?:srun|slurmstepd): error: ")
+
+
+def worker_errors(observations: list[Observation], scanner: Scanner, excused: set[int],
+                  wrapper_lines: set[int]) -> list[Observation]:
+    """A worker's own exception or fatal lines, besides the launcher's report of its failure
+    (`wrapper_lines`: the orders of the lines the wrapper class itself matched)."""
+    lines = internal_lines(observations, scanner, Internal.exception) + internal_lines(
+        observations, scanner, Internal.fatal_line)
+    return [o for o in lines if o.order not in excused and o.order not in wrapper_lines
+            and not _LAUNCHER_REPORT.search(o.hit.text)]
+
+
 def salient_lines(observations: list[Observation], scanner: Scanner, excused: set[int]) -> list[Observation]:
     """For a failure no signature explains: the last exceptions and fatal lines, most telling first."""
     picks: list[Observation] = []

@@ -151,7 +151,9 @@ INTERNAL_PATTERNS: tuple[InternalPattern, ...] = (
     # llama.cpp's model loader); a shell that could not find a command (`bash: orted: command
     # not found` from an MPI launcher), a make recipe that failed, an MPI launcher that could
     # not start the job, torch.multiprocessing.spawn's report of a child's exception, the exit
-    # handler of SYCL code migrated from CUDA by DPCT (llama.cpp's SYCL backend); Rust and Go panics (tokenizers, TGI's router, Ollama), a Windows crash
+    # handler of SYCL code migrated from CUDA by DPCT (llama.cpp's SYCL backend), a script's
+    # argparse refusing its arguments (`train.py: error: unrecognized arguments: --local-rank=0`,
+    # then exit status 2); Rust and Go panics (tokenizers, TGI's router, Ollama), a Windows crash
     # faulthandler reports, and a build that failed (pip, ninja, the linker, CMake, a compiler
     # error in a C++/CUDA extension).
     InternalPattern(
@@ -173,7 +175,7 @@ INTERNAL_PATTERNS: tuple[InternalPattern, ...] = (
         r"\b(?:ba|z|da)?sh(?:: line \d{1,6})?: [^\s:]{1,200}: command not found|"
         r"\bmake(?:\[\d{1,3}\])?: \*\*\* \[[^\]\n]{1,200}\] Error \d{1,3}|"
         r"\b(?:mpirun|mpiexec|prterun) was unable to |-- Process \d{1,6} terminated with the following error:|"
-        r"Exception caught at file:\S{1,300}, line:\d{1,6}|"
+        r"Exception caught at file:\S{1,300}, line:\d{1,6}|(?:^|[\s\]>:])\w[\w.-]{0,100}\.py: error: |"
         r"error: subprocess-exited-with-error|ERROR: Failed building wheel for |ninja: build stopped: |"
         r"collect2: error: |CMake Error at |\.(?:cu|cuh|cpp|cc|c|h|hpp)(?::\d+:\d+: |\(\d+\): )(?:fatal )?error: )",
         256,
