@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from traintriage.pipeline import diagnose
 
 LIBRARY_ONLY = """Traceback (most recent call last):
@@ -35,13 +37,6 @@ def test_error_inside_installed_tools_only_is_unknown(tmp_path: Path) -> None:
     assert any("KeyError" in e.text for e in diagnosis.unknown)
 
 
-def test_error_through_user_code_points_at_the_users_frame(tmp_path: Path) -> None:
-    path = tmp_path / "train.log"
-    path.write_text(USER_FRAME)
-    diagnosis = diagnose([str(path)])
-    assert diagnosis.root_cause is not None and diagnosis.root_cause.id == "user-code-exception"
-    frame = diagnosis.root_cause.user_frame
-    assert frame is not None and frame.line == 41 and frame.function == "main"
 
 
 def test_a_bare_error_line_is_unknown_not_the_users_code(tmp_path: Path) -> None:
@@ -70,13 +65,20 @@ wandb.errors.errors.CommError: failed to upload run metadata
 """
 
 
-def test_a_library_exception_type_raised_on_a_script_line_is_the_scripts_error(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("log", "line"),
+    [(USER_FRAME, 41), (LIBRARY_TYPE_FROM_SCRIPT, 130)],
+    ids=["builtin-type-through-user-code", "library-type-raised-on-a-script-line"],
+)
+def test_error_through_user_code_points_at_the_users_frame(tmp_path: Path, log: str, line: int) -> None:
+    """A built-in exception type with the user's frame in the traceback, and any exception type
+    raised on a line of the script itself (the deepest frame), are the script's error."""
     path = tmp_path / "train.log"
-    path.write_text(LIBRARY_TYPE_FROM_SCRIPT)
+    path.write_text(log)
     diagnosis = diagnose([str(path)])
     assert diagnosis.root_cause is not None and diagnosis.root_cause.id == "user-code-exception"
     frame = diagnosis.root_cause.user_frame
-    assert frame is not None and frame.line == 130
+    assert frame is not None and frame.line == line and frame.function == "main"
 
 
 def test_a_library_exception_raised_inside_the_library_stays_unknown(tmp_path: Path) -> None:
