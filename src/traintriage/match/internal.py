@@ -182,7 +182,8 @@ INTERNAL_PATTERNS: tuple[InternalPattern, ...] = (
         context=True,
     ),
     # Notices healthy runs print when an optional component is absent: NCCL's probes for its
-    # external plugins (network, tuner, profiler, ...: `<KIND>/Plugin: Could not find: ...`), JAX's logged probe of backends it was not built for (not the
+    # external plugins (network, tuner, profiler, ...: `<KIND>/Plugin: Could not find: ...`),
+    # JAX's logged probe of backends it was not built for (not the
     # RuntimeError of a backend asked for), libibverbs' probe of provider drivers, torch's CUDA
     # probe on a machine without a driver (a warning; using CUDA afterwards raises its own
     # error). Their `cannot open shared object file` or `Found no NVIDIA driver` is not a
