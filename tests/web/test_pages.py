@@ -92,6 +92,7 @@ def test_a_form_past_the_size_limit_says_so_on_the_form(client: TestClient) -> N
 @pytest.mark.parametrize(("log", "heading", "shown"), [
     ("step 1 loss 2.0\nstep 2 loss 1.9\ntraining done\n", "Nothing in this log says the run failed", None),
     ('step 1 loss 2.0\nTraceback (most recent call last):\n  File "train.py", line 3, in <module>\n    main()\n'
+     '  File "/usr/lib/python3/site-packages/flux/capacitor.py", line 88, in align\n    raise ZorgError(msg)\n'
      "ZorgError: the flux capacitor is misaligned\n", "no known failure class explains it",
      "ZorgError: the flux capacitor is misaligned"),
 ])
