@@ -8,7 +8,7 @@ from datetime import datetime, timezone
 
 from traintriage.analyze import curves, refine
 from traintriage.analyze.confidence_map import calibrated
-from traintriage.analyze.observations import Observation, local_tags_are_global, same_rank_context
+from traintriage.analyze.observations import Observation, local_tags_are_global, traceback_before
 from traintriage.analyze.ranks import SuspectRank, earliest_rank, report_ranks, suspects_for
 from traintriage.analyze.refine import USER_CODE
 from traintriage.analyze.salient import excused_orders, failure_evidence, salient_lines, worker_errors
@@ -24,7 +24,7 @@ from traintriage.match.scan import LineHit, SourceScan
 from traintriage.parse.environment import extract_environment
 from traintriage.parse.metrics import MetricPoint, parse_metric_line
 from traintriage.parse.torchrun import FailureReport, parse_root_cause
-from traintriage.parse.traceback import Traceback, parse_traceback
+from traintriage.parse.traceback import Traceback
 
 THRESHOLD = 0.3
 LAUNCHER_WRAPPERS = frozenset({"elastic-child-failed", "slurm-srun-task-exited", "mpi-job-aborted"})
@@ -319,8 +319,7 @@ def _root_traceback(root: Candidate | None) -> Traceback | None:
     first = root.first
     if first is None or not first.hit.before:
         return None
-    lines = [context.message for context in same_rank_context(first.hit.before, first.rank, local_rank=first.local_rank)]
-    return parse_traceback(lines, first.message)
+    return traceback_before(first)
 
 
 def _confidence(rivals: list[Candidate], ranked: list[Candidate]) -> dict[str, float]:

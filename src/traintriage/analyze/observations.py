@@ -18,6 +18,7 @@ from datetime import datetime, timezone
 from traintriage.ingest.sources import Source
 from traintriage.match.scan import DATED, LineHit, SourceScan, Tail
 from traintriage.parse.prefix import Prefix, failed_process_rank, parse_prefix, rank_in_text, span_rank
+from traintriage.parse.traceback import Traceback, parse_traceback
 
 _YEAR = re.compile(r"\b(20\d\d)-\d\d-\d\d[T _]\d\d:\d\d")
 _REPORT_RANKS = re.compile(r"rank\s*: (\d{1,6}) \(local_rank: (\d{1,6})\)")
@@ -50,6 +51,14 @@ def same_rank_context(
     if rank is None and local_rank is None:
         return parsed
     return [p for p in parsed if _same_process(p, rank, local_rank)]
+
+
+def traceback_before(observation: Observation) -> Traceback | None:
+    """The Python traceback that ends at the observation's line, from its own process's lines
+    printed before it."""
+    lines = [context.message for context in
+             same_rank_context(observation.hit.before, observation.rank, local_rank=observation.local_rank)]
+    return parse_traceback(lines, observation.message)
 
 
 def _same_process(prefix: Prefix, rank: int | None, local_rank: int | None) -> bool:

@@ -16,10 +16,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from traintriage.analyze.observations import same_rank_context
+from traintriage.analyze.observations import traceback_before
 from traintriage.analyze.scoring import Candidate
 from traintriage.kb.loader import KnowledgeBase
-from traintriage.parse.traceback import parse_traceback
 
 USER_CODE = "user-code-exception"
 
@@ -140,9 +139,7 @@ def _require_user_frame(candidates: dict[str, Candidate]) -> None:
     if script_error is None:
         return
     for observation in script_error.roots:
-        lines = [c.message for c in
-                 same_rank_context(observation.hit.before, observation.rank, local_rank=observation.local_rank)]
-        traceback = parse_traceback(lines, observation.message)
+        traceback = traceback_before(observation)
         if traceback is not None and traceback.user_frame is not None:
             return
     del candidates[USER_CODE]

@@ -10,8 +10,7 @@ chained from another exception (the cause lies there), stays an unknown failure.
 
 from __future__ import annotations
 
-from traintriage.analyze.observations import Observation, same_rank_context
-from traintriage.parse.traceback import parse_traceback
+from traintriage.analyze.observations import Observation, traceback_before
 
 SCRIPT_ERROR_SCORE = 0.45
 """Weaker than any signature of a class: a catch-all, chosen only when nothing else fits."""
@@ -22,9 +21,7 @@ def raised_in_script(salient: list[Observation]) -> Observation | None:
     for observation in sorted(salient, key=lambda o: (o.hit.source, o.hit.line), reverse=True):
         if not observation.hit.before:
             continue
-        lines = [c.message for c in same_rank_context(observation.hit.before, observation.rank,
-                                                      local_rank=observation.local_rank)]
-        traceback = parse_traceback(lines, observation.message)
+        traceback = traceback_before(observation)
         if traceback is None or not traceback.frames or traceback.chained_from is not None:
             continue
         if traceback.frames[-1].is_user_code:
