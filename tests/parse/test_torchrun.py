@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from datetime import datetime, timezone
+
+import pytest
+
 from traintriage.parse.torchrun import parse_root_cause
 
 REPORT = """[0]:
@@ -34,3 +38,14 @@ def test_report_behind_host_and_launcher_prefixes_gives_the_global_rank() -> Non
     report = parse_root_cause(lines)
     assert report is not None
     assert (report.rank, report.local_rank, report.exitcode) == (19, 3, 1)
+
+
+@pytest.mark.parametrize(("stamp", "expected"), [
+    ("2024-05-01_10:02:11", datetime(2024, 5, 1, 10, 2, 11, tzinfo=timezone.utc)),
+    ("2024-13-01_10:02:11", None),  # no 13th month
+    ("2024-05-01 10:02:11", None),  # not the report's form
+    ("", None),
+])
+def test_report_time_is_read_as_utc(stamp: str, expected: datetime | None) -> None:
+    report = parse_root_cause(["[0]:", f"  time      : {stamp}", "  rank      : 3 (local_rank: 3)"])
+    assert report is not None and report.time == expected

@@ -11,6 +11,7 @@ import hashlib
 import os
 import pickle
 import sys
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -26,7 +27,7 @@ EXAMPLES_DIR = KB_ROOT / "examples"
 
 @dataclass
 class KnowledgeBase:
-    entries: dict[str, Entry]
+    entries: Mapping[str, Entry]
     files: dict[str, Path] = field(default_factory=dict)
 
     def get(self, entry_id: str) -> Entry | None:
@@ -34,6 +35,38 @@ class KnowledgeBase:
 
     def __len__(self) -> int:
         return len(self.entries)
+
+
+class PackedEntries(Mapping[str, Entry]):
+    """Entries kept pickled one by one and unpacked when first read: a diagnosis reads a
+    handful of the ~160 (its candidates'), and unpickling them all was a tenth of the
+    start-up of a small diagnosis."""
+
+    def __init__(self, packed: dict[str, bytes]) -> None:
+        self._packed = packed
+        self._unpacked: dict[str, Entry] = {}
+
+    @classmethod
+    def pack(cls, entries: Mapping[str, Entry]) -> PackedEntries:
+        return cls({key: pickle.dumps(entry, protocol=pickle.HIGHEST_PROTOCOL) for key, entry in entries.items()})
+
+    def __getitem__(self, key: str) -> Entry:
+        entry = self._unpacked.get(key)
+        if entry is None:
+            entry = self._unpacked[key] = pickle.loads(self._packed[key])
+        return entry
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._packed
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._packed)
+
+    def __len__(self) -> int:
+        return len(self._packed)
+
+    def __reduce__(self) -> tuple[type[PackedEntries], tuple[dict[str, bytes]]]:
+        return PackedEntries, (self._packed,)
 
 
 def entry_files(root: Path = ENTRIES_DIR) -> list[Path]:
@@ -112,25 +145,31 @@ def cache_dir() -> Path:
 
 
 def cache_key(files: list[Path]) -> str:
-    """Which cached KB fits: names, sizes and modification times of the entry files, the
-    schema and the scanner's own patterns (a stat per file: reading and hashing every
+    """Which cached KB fits: names, sizes and modification times of the entry files, this
+    loader (the cache's format), the schema and the scanner's own patterns (a stat per file: reading and hashing every
     entry on each start would cost more than a small diagnosis)."""
     from traintriage.kb import schema
     from traintriage.match import internal
 
     hasher = hashlib.sha256(__version__.encode())
     hasher.update(os.environ.get("TRAINTRIAGE_KB_SKIP_INVALID", "").encode())
-    for path in [Path(schema.__file__), Path(internal.__file__), *files]:
+    for path in [Path(__file__), Path(schema.__file__), Path(internal.__file__), *files]:
         stat = path.stat()
         hasher.update(f"{path}\0{stat.st_size}\0{stat.st_mtime_ns}\0".encode())
     return hasher.hexdigest()[:20]
 
 
 @cache
+def kb_cache_key() -> str:
+    """`cache_key` of the installed entries, once per process: the caches derived from the KB
+    (the scanner's patterns, the similarity index) are named after it too."""
+    return cache_key(entry_files())
+
+
+@cache
 def load_kb() -> KnowledgeBase:
     """The validated KB, from the on-disk cache when the entry files are unchanged."""
-    files = entry_files()
-    key = cache_key(files)
+    key = kb_cache_key()
     cached = cache_dir() / f"kb-{key}.pickle"
     try:
         with cached.open("rb") as handle:
@@ -140,6 +179,7 @@ def load_kb() -> KnowledgeBase:
     except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError, TypeError):
         pass
     kb = load_entries()
+    kb.entries = PackedEntries.pack(kb.entries)
     write_cache(cached, pickle.dumps(kb, protocol=pickle.HIGHEST_PROTOCOL))
     return kb
 

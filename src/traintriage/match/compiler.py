@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import pickle
 import re
 import threading
 from dataclasses import dataclass, field
@@ -20,7 +21,7 @@ import hyperscan
 
 from traintriage.errors import KnowledgeBaseError
 from traintriage.ingest.mask import state_prefilters
-from traintriage.kb.loader import KnowledgeBase, cache_dir, load_kb, write_cache
+from traintriage.kb.loader import KnowledgeBase, cache_dir, kb_cache_key, load_kb, write_cache
 from traintriage.kb.schema import Role
 from traintriage.match.internal import INTERNAL_PATTERNS, Internal
 
@@ -62,6 +63,7 @@ class Scanner:
     database: hyperscan.Database
     mask_base: int
     _threads: threading.local = field(default_factory=threading.local, repr=False, compare=False)
+    _internal_ids: dict[Internal, list[int]] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def scratch(self) -> hyperscan.Scratch:
         """This thread's scratch space: Hyperscan refuses one scratch in two scans at once, and a
@@ -72,10 +74,21 @@ class Scanner:
         return scratch
 
     def by_internal(self, kind: Internal) -> list[int]:
-        return [i for i, p in enumerate(self.table) if p.internal is kind]
+        return list(self._internal_ids.get(kind, ()))
+
+    def __post_init__(self) -> None:
+        """Which ids each internal kind has, once: the engine asks ~20 times per diagnosis."""
+        for number, info in enumerate(self.table):
+            if info.internal is not None:
+                self._internal_ids.setdefault(info.internal, []).append(number)
 
 
 def pattern_table(kb: KnowledgeBase) -> list[PatternInfo]:
+    return kb_patterns(kb) + builtin_patterns()
+
+
+def kb_patterns(kb: KnowledgeBase) -> list[PatternInfo]:
+    """The entries' signatures and excludes, in entry order."""
     table: list[PatternInfo] = []
     for entry in kb.entries.values():
         for sig in entry.signatures:
@@ -96,6 +109,12 @@ def pattern_table(kb: KnowledgeBase) -> list[PatternInfo]:
                 PatternInfo(kind=PatternKind.exclude, regex=exclude, cap=SIGNATURE_CAP, context=False,
                             entry_id=entry.id, signature_id=f"exclude-{number}")
             )
+    return table
+
+
+def builtin_patterns() -> list[PatternInfo]:
+    """The scanner's own patterns (internal.py), then the masker's state prefilters."""
+    table: list[PatternInfo] = []
     for internal in INTERNAL_PATTERNS:
         table.append(
             PatternInfo(kind=PatternKind.internal, regex=internal.pattern, cap=internal.cap,
@@ -108,6 +127,32 @@ def pattern_table(kb: KnowledgeBase) -> list[PatternInfo]:
                         context=False, signature_id=str(detector))
         )
     return table
+
+
+def cached_kb_patterns() -> tuple[list[PatternInfo], str]:
+    """`kb_patterns` of the KB and the digest of their texts and flags, from the on-disk cache
+    when the entry files are unchanged: building them reads every entry, and that was a tenth
+    of the start-up of a small diagnosis."""
+    hasher = hashlib.sha256(kb_cache_key().encode())
+    stat = Path(__file__).stat()
+    hasher.update(f"{stat.st_size}\0{stat.st_mtime_ns}".encode())
+    cached = cache_dir() / f"patterns-{hasher.hexdigest()[:20]}.pickle"
+    try:
+        with cached.open("rb") as handle:
+            table, digest = pickle.load(handle)
+        if isinstance(table, list) and isinstance(digest, str):
+            return table, digest
+    except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError, TypeError, ValueError):
+        pass
+    table = kb_patterns(load_kb())
+    digest = patterns_digest(table)
+    write_cache(cached, pickle.dumps((table, digest), protocol=pickle.HIGHEST_PROTOCOL))
+    return table, digest
+
+
+def patterns_digest(table: list[PatternInfo]) -> str:
+    """What the compiled database depends on: each pattern's text and flags, in order."""
+    return hashlib.sha256("\0".join(f"{p.regex}\1{table_flags(p)[1]}" for p in table).encode()).hexdigest()
 
 
 def split_flags(regex: str) -> tuple[str, int]:
@@ -167,9 +212,11 @@ def compile_table(table: list[PatternInfo]) -> hyperscan.Database:
 @cache
 def load_scanner() -> Scanner:
     """The compiled scanner, deserialised from the cache when no pattern changed."""
-    table = pattern_table(load_kb())
-    mask_base = next((i for i, p in enumerate(table) if p.kind is PatternKind.mask_state), len(table))
-    digest = hashlib.sha256("\0".join(f"{p.regex}\1{table_flags(p)[1]}" for p in table).encode()).hexdigest()[:24]
+    from_kb, kb_digest = cached_kb_patterns()
+    builtin = builtin_patterns()
+    table = from_kb + builtin
+    mask_base = len(from_kb) + sum(1 for p in builtin if p.kind is not PatternKind.mask_state)
+    digest = hashlib.sha256(f"{kb_digest}\0{patterns_digest(builtin)}".encode()).hexdigest()[:24]
     cached = cache_dir() / f"scanner-{digest}-{os.uname().machine}.hsdb"
     try:
         database = hyperscan.loadb(Path(cached).read_bytes(), hyperscan.HS_MODE_BLOCK)

@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from traintriage.kb.loader import EXAMPLES_DIR, KnowledgeBase, cache_dir, cache_key, entry_files, write_cache
+from traintriage.kb.loader import EXAMPLES_DIR, KnowledgeBase, cache_dir, kb_cache_key, write_cache
 from traintriage.kb.schema import Entry
 from traintriage.kb.search_index import document, tokens
 from traintriage.match.compiler import PatternKind, Scanner, matching_patterns
@@ -125,7 +125,7 @@ def _entry_text(entry: Entry) -> list[str]:
 
 def _index_key() -> str:
     examples = sorted(EXAMPLES_DIR.glob("*/positive-*.log"))
-    hasher = hashlib.sha256(f"{_INDEX_VERSION}\0{cache_key(entry_files())}".encode())
+    hasher = hashlib.sha256(f"{_INDEX_VERSION}\0{kb_cache_key()}".encode())
     for path in examples:
         stat = path.stat()
         hasher.update(f"{path}\0{stat.st_size}\0{stat.st_mtime_ns}\0".encode())

@@ -24,6 +24,9 @@ from traintriage.parse.prefix import parse_prefix
 _FIELD = re.compile(r"^\s*(time|host|rank|exitcode|error_file|traceback)\s*:\s*(.*)$")
 _RANK = re.compile(r"(-?\d+)(?: \(local_rank: (\d+)\))?")
 _EXIT = re.compile(r"(-?\d+)(?: \(pid: (\d+)\))?")
+_TIME = re.compile(r"(\d{4})-(\d\d)-(\d\d)_(\d\d):(\d\d):(\d\d)")
+"""The report's `time : 2024-05-01_09:13:07` (torchrun's `%Y-%m-%d_%H:%M:%S`, UTC); read without
+`strptime`, whose first call imports `_strptime` and `locale` (a twentieth of a small diagnosis)."""
 
 
 @dataclass(frozen=True)
@@ -51,12 +54,7 @@ def parse_root_cause(after: list[str]) -> FailureReport | None:
         return None
     rank_match = _RANK.match(fields["rank"])
     exit_match = _EXIT.match(fields.get("exitcode", ""))
-    stamp = None
-    if "time" in fields:
-        try:
-            stamp = datetime.strptime(fields["time"], "%Y-%m-%d_%H:%M:%S").replace(tzinfo=timezone.utc)
-        except ValueError:
-            stamp = None
+    stamp = _report_time(fields.get("time", ""))
     error_file = fields.get("error_file")
     return FailureReport(
         rank=int(rank_match.group(1)) if rank_match else None,
@@ -68,3 +66,14 @@ def parse_root_cause(after: list[str]) -> FailureReport | None:
         traceback=fields.get("traceback"),
         has_error_file=bool(error_file) and error_file != "<N/A>",
     )
+
+
+def _report_time(text: str) -> datetime | None:
+    match = _TIME.fullmatch(text)
+    if match is None:
+        return None
+    year, month, day, hour, minute, second = (int(part) for part in match.groups())
+    try:
+        return datetime(year, month, day, hour, minute, second, tzinfo=timezone.utc)
+    except ValueError:
+        return None

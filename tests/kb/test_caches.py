@@ -1,0 +1,58 @@
+"""The on-disk caches behind start-up: what they give back equals what a cold build gives."""
+
+from __future__ import annotations
+
+import pickle
+from pathlib import Path
+
+import pytest
+
+from traintriage.kb import loader
+from traintriage.kb.loader import PackedEntries, load_entries
+from traintriage.match import compiler
+
+
+def test_packed_entries_unpack_only_what_is_read() -> None:
+    entries = dict(load_entries().entries)
+    packed = PackedEntries.pack(entries)
+    some = next(iter(entries))
+    assert len(packed) == len(entries) and set(packed) == set(entries) and some in packed
+    assert "no-such-entry" not in packed and packed.get("no-such-entry") is None
+    assert packed[some] == entries[some]
+    assert list(packed._unpacked) == [some]  # the others stay bytes until read
+    assert packed[some] is packed[some]
+    again = pickle.loads(pickle.dumps(packed))
+    assert again._unpacked == {} and dict(again.items()) == entries
+
+
+def test_kb_from_cache_equals_kb_from_yaml(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TRAINTRIAGE_CACHE_DIR", str(tmp_path))
+    for cached in (loader.load_kb, loader.kb_cache_key):
+        cached.cache_clear()
+    try:
+        cold = loader.load_kb()
+        assert len(list(tmp_path.glob("kb-*.pickle"))) == 1
+        loader.load_kb.cache_clear()
+        warm = loader.load_kb()
+        assert warm is not cold and dict(warm.entries.items()) == dict(load_entries().entries)
+    finally:
+        for cached in (loader.load_kb, loader.kb_cache_key):
+            cached.cache_clear()
+
+
+def test_scanner_patterns_from_cache_equal_a_cold_build(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TRAINTRIAGE_CACHE_DIR", str(tmp_path))
+    for cached in (loader.load_kb, loader.kb_cache_key, compiler.load_scanner):
+        cached.cache_clear()
+    try:
+        cold_table, cold_digest = compiler.cached_kb_patterns()
+        warm_table, warm_digest = compiler.cached_kb_patterns()
+        assert warm_table == cold_table == compiler.kb_patterns(loader.load_kb())
+        assert warm_digest == cold_digest == compiler.patterns_digest(cold_table)
+        scanner = compiler.load_scanner()
+        assert scanner.table == compiler.pattern_table(loader.load_kb())
+        first_mask = next(i for i, p in enumerate(scanner.table) if p.kind is compiler.PatternKind.mask_state)
+        assert scanner.mask_base == first_mask
+    finally:
+        for cached in (loader.load_kb, loader.kb_cache_key, compiler.load_scanner):
+            cached.cache_clear()
