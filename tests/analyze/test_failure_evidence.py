@@ -121,6 +121,12 @@ FAILED = {
     "a missing library that is not an optional probe": [
         "ImportError: libcudnn.so.9: cannot open shared object file: No such file or directory",
     ],
+    "tf.keras stopped fit() because the data ran short of steps_per_epoch * epochs": [
+        "Epoch 3/20",
+        "WARNING:tensorflow:Your input ran out of data; interrupting training. Make sure that your dataset or "
+        "generator can generate at least `steps_per_epoch * epochs` batches (in this case, 4000 batches). You may "
+        "need to use the repeat() function when building your dataset.",
+    ],
 }
 
 HEALTHY = {
@@ -198,6 +204,12 @@ HEALTHY = {
         "NVIDIA driver on your system. Please check that you have an NVIDIA GPU and installed a driver",
         "  return torch._C._cuda_getDeviceCount() > 0",
         "device: cpu",
+    ],
+    "keras 3 ends a pass over a finite dataset": [
+        "/usr/lib/python3.12/contextlib.py:158: UserWarning: Your input ran out of data; interrupting training. "
+        "Make sure that your dataset or generator can generate at least `steps_per_epoch * epochs` batches. You "
+        "may need to use the `.repeat()` function when building your dataset.",
+        "  self.gen.throw(value)",
     ],
 }
 

@@ -56,3 +56,19 @@ def test_several_missing_horovod_ranks_name_no_suspect() -> None:
     """Three of four ranks missing: the odd one out is the rank that did submit."""
     lines = [_observation(f"[1,0]<stderr>:{rank}: [HorovodAllreduce_val_loss_0]") for rank in (1, 2, 3)]
     assert named_faulty_rank(lines) is None
+
+
+def test_the_one_rank_absent_from_horovods_ready_ranks_is_the_suspect() -> None:
+    """Horovod 0.13.5 and older list the ranks that did submit a stalled tensor."""
+    lines = [_observation(f"HorovodBroadcast_{name}_0 [ready ranks: 4, 0, 3, 1], ") for name in ("conv1_w", "fc_b")]
+    suspect = named_faulty_rank(lines)
+    assert suspect is not None and suspect.rank == 2
+    two_missing = [_observation("HorovodAllreduce_g_0 [ready ranks: 0, 3]")]
+    assert named_faulty_rank(two_missing) is None
+
+
+def test_pytorch_tensor_names_in_horovods_missing_ranks() -> None:
+    lines = [_observation("[1,0]<stderr>:1: [broadcast.noname.1]"),
+             _observation("[1,0]<stderr>:1: [allreduce.module.fc.weight, allreduce.module.fc.bias]")]
+    suspect = named_faulty_rank(lines)
+    assert suspect is not None and suspect.rank == 1

@@ -30,6 +30,8 @@ _FAULTY = re.compile(r"(?:check rank (\d+) logs for faulty rank|waiting for send
 # HOROVOD_TENSOR, often under a scope such as `DistributedGradientTape_Allreduce/...`, unless
 # the user names it).
 _HOROVOD_MISSING = re.compile(r"\[missing ranks: (\d{1,7})\]|(?:^|[\]>: ])(\d{1,7})!?: \[[^\]\n]{0,300}?" + HOROVOD_TENSOR)
+# Horovod 0.13.5 and older listed the ranks that did submit instead: `<tensor> [ready ranks: 5, 6, 3, 1, 4, 0]`.
+_HOROVOD_READY = re.compile(r"\[ready ranks: (\d{1,7}(?:, \d{1,7}){0,4095})\]")
 _AGENT_FAILURE = re.compile(r"failed \(exitcode: (-?\d+)\) local_rank: (\d+)")
 _REPORT_RANK = re.compile(r"rank\s*: (\d+) \(local_rank")
 _LAST_COMPLETED = re.compile(r"last completed (?:NCCL )?work: (-?\d+)")
@@ -82,10 +84,26 @@ def _horovod_missing_rank(faulty: list[Observation]) -> SuspectRank | None:
     is named from the report."""
     missing = {int(next(g for g in m.groups() if g is not None))
                for o in faulty for m in _HOROVOD_MISSING.finditer(o.hit.text)}
+    reason = "the only rank Horovod's stall report lists as missing"
+    if not missing:
+        missing = _missing_from_ready(faulty)
+        reason = "the only rank absent from the ready ranks of Horovod's stalled tensors"
     if len(missing) != 1:
         return None
     rank = missing.pop()
-    return SuspectRank(rank, None, "the only rank Horovod's stall report lists as missing")
+    return SuspectRank(rank, None, reason)
+
+
+def _missing_from_ready(faulty: list[Observation]) -> set[int]:
+    """The ranks below the highest ready rank that some stalled tensor's ready list lacks. A
+    missing rank above every ready one cannot be told from the world size, so it is not named."""
+    ready = [{int(r) for r in m.group(1).split(", ")} for o in faulty for m in _HOROVOD_READY.finditer(o.hit.text)]
+    if not ready:
+        return set()
+    top = max(max(r) for r in ready)
+    if top > 65535:
+        return set()
+    return {rank for r in ready for rank in range(top + 1) if rank not in r}
 
 
 def agent_first_failure(agent_lines: list[Observation]) -> SuspectRank | None:

@@ -36,9 +36,11 @@ class Internal(str, Enum):
 
 
 # The default name of a tensor Horovod reduces, as its stall report lists it: `HorovodAllreduce_x`
-# (TensorFlow) or `horovod_allreduce.N` (MXNet); analyze/ranks.py reads the rank before it.
+# (TensorFlow), `horovod_allreduce.N` (MXNet) or `broadcast.noname.1` / `allreduce.<param name>`
+# (PyTorch: horovod/torch/mpi_ops_v2.cc GetOpName, `<op>.<name>` or `<op>.noname.<handle>`, and
+# `grouped_allreduce.` for grouped ops); analyze/ranks.py reads the rank before it.
 HOROVOD_TENSOR = (r"(?:Horovod(?:Allreduce|Allgather|Broadcast|Alltoall|ReduceScatter)|"
-                  r"horovod_(?:allreduce|allgather|broadcast|alltoall|reducescatter)\.)")
+                  r"(?:horovod_|grouped_)?(?:allreduce|allgather|broadcast|alltoall|reducescatter)\.)")
 
 
 @dataclass(frozen=True)
@@ -110,7 +112,7 @@ INTERNAL_PATTERNS: tuple[InternalPattern, ...] = (
     InternalPattern(
         Internal.faulty_rank,
         r"(?:check rank \d+ logs for faulty rank|Culprit rank \d+; Error type|Ranks? \d+(?:, ?\d+)* failed to pass monitoredBarrier|"
-        r"waiting for send/recv from rank \d+|\[missing ranks: \d|\d!?: \[[^\]\n]{0,300}" + HOROVOD_TENSOR + ")",
+        r"waiting for send/recv from rank \d+|\[missing ranks: \d|\[ready ranks: \d|\d!?: \[[^\]\n]{0,300}" + HOROVOD_TENSOR + ")",
         256,
     ),
     InternalPattern(
@@ -155,7 +157,12 @@ INTERNAL_PATTERNS: tuple[InternalPattern, ...] = (
     # argparse refusing its arguments (`train.py: error: unrecognized arguments: --local-rank=0`,
     # then exit status 2); Rust and Go panics (tokenizers, TGI's router, Ollama), a Windows crash
     # faulthandler reports, and a build that failed (pip, ninja, the linker, CMake, a compiler
-    # error in a C++/CUDA extension).
+    # error in a C++/CUDA extension); Keras stopping fit() because its input ran short of the
+    # steps it was asked for (tf.keras data_adapter.py DataHandler.catch_stop_iteration, TF1
+    # training_arrays/training_distributed, TensorFlow.js fitDataset): only the forms that name
+    # the batch count, which are printed when the step count was known and the data ran out
+    # early (Keras 3's bare `Your input ran out of data; interrupting training.` also ends every
+    # pass over a finite dataset of a healthy run).
     InternalPattern(
         Internal.fatal_line,
         r"(?:terminate called (?:after throwing|recursively|without an active exception)|\bwhat\(\): |"
@@ -177,7 +184,9 @@ INTERNAL_PATTERNS: tuple[InternalPattern, ...] = (
         r"\b(?:mpirun|mpiexec|prterun) was unable to |-- Process \d{1,6} terminated with the following error:|"
         r"Exception caught at file:\S{1,300}, line:\d{1,6}|(?:^|[\s\]>:])\w[\w.-]{0,100}\.py: error: |"
         r"error: subprocess-exited-with-error|ERROR: Failed building wheel for |ninja: build stopped: |"
-        r"collect2: error: |CMake Error at |\.(?:cu|cuh|cpp|cc|c|h|hpp)(?::\d+:\d+: |\(\d+\): )(?:fatal )?error: )",
+        r"collect2: error: |CMake Error at |"
+        r"ran out of data; interrupting (?:training|evaluation)\. Make sure that your [^\n]{0,160}\(in this case, \d{1,15} batches\)|"
+        r"ran out of data after \d{1,15} batches; interrupting training|\.(?:cu|cuh|cpp|cc|c|h|hpp)(?::\d+:\d+: |\(\d+\): )(?:fatal )?error: )",
         256,
         context=True,
     ),
