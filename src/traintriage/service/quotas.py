@@ -92,12 +92,14 @@ class DatabaseQuotas:
         return Allowance(used < limit, limit, used, resets_at)
 
 
-# KEYS[1] counter; ARGV[1] limit, ARGV[2] expiry (unix seconds). Returns {taken, used}.
+# KEYS[1] counter; ARGV[1] limit, ARGV[2] seconds the counter lives. Returns {taken, used}.
+# A time to live, not an EXPIREAT time: the day comes from the service's clock, the expiry from
+# Redis's, and the two need not agree (another host, or a test's fixed clock).
 _TAKE = """
 local used = tonumber(redis.call('GET', KEYS[1]) or '0')
 if used >= tonumber(ARGV[1]) then return {0, used} end
 used = redis.call('INCR', KEYS[1])
-if used == 1 then redis.call('EXPIREAT', KEYS[1], ARGV[2]) end
+if used == 1 then redis.call('EXPIRE', KEYS[1], ARGV[2]) end
 return {1, used}
 """
 
@@ -117,9 +119,10 @@ class RedisQuotas:
         return f"{self.prefix}quota:{subject}:{day}"
 
     def take(self, subject: str, limit: int) -> Allowance:
-        day, resets_at = _day_bounds(self.store.clock())
-        expiry = int(resets_at.timestamp()) + 3600  # an hour's grace against clock skew between hosts
-        taken, used = self.client.eval(_TAKE, 1, self._key(subject, day), limit, expiry)
+        now = self.store.clock()
+        day, resets_at = _day_bounds(now)
+        ttl = int((resets_at - now).total_seconds()) + 3600  # the rest of the day, and an hour's grace
+        taken, used = self.client.eval(_TAKE, 1, self._key(subject, day), limit, ttl)
         return Allowance(bool(taken), limit, int(used), resets_at)
 
     def give_back(self, subject: str) -> None:
