@@ -39,8 +39,8 @@ class KnowledgeBase:
 
 class PackedEntries(Mapping[str, Entry]):
     """Entries kept pickled one by one and unpacked when first read: a diagnosis reads a
-    handful of the ~160 (its candidates'), and unpickling them all was a tenth of the
-    start-up of a small diagnosis."""
+    handful of them (its candidates'), and unpickling them all was a tenth of the start-up
+    of a small diagnosis."""
 
     def __init__(self, packed: dict[str, bytes]) -> None:
         self._packed = packed
@@ -146,8 +146,8 @@ def cache_dir() -> Path:
 
 def cache_key(files: list[Path]) -> str:
     """Which cached KB fits: names, sizes and modification times of the entry files, this
-    loader (the cache's format), the schema and the scanner's own patterns (a stat per file: reading and hashing every
-    entry on each start would cost more than a small diagnosis)."""
+    loader (the cache's format), the schema and the scanner's own patterns (a stat per file:
+    reading and hashing every entry on each start would cost more than a small diagnosis)."""
     from traintriage.kb import schema
     from traintriage.match import internal
 
@@ -171,17 +171,22 @@ def load_kb() -> KnowledgeBase:
     """The validated KB, from the on-disk cache when the entry files are unchanged."""
     key = kb_cache_key()
     cached = cache_dir() / f"kb-{key}.pickle"
-    try:
-        with cached.open("rb") as handle:
-            kb = pickle.load(handle)
-        if isinstance(kb, KnowledgeBase):
-            return kb
-    except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError, TypeError):
-        pass
+    kb = read_cache(cached)
+    if isinstance(kb, KnowledgeBase):
+        return kb
     kb = load_entries()
     kb.entries = PackedEntries.pack(kb.entries)
     write_cache(cached, pickle.dumps(kb, protocol=pickle.HIGHEST_PROTOCOL))
     return kb
+
+
+def read_cache(path: Path) -> object:
+    """What a cache file holds, or None when it is missing or unreadable (the caller rebuilds it)."""
+    try:
+        with path.open("rb") as handle:
+            return pickle.load(handle)
+    except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError, TypeError, ValueError):
+        return None
 
 
 def write_cache(path: Path, data: bytes) -> None:

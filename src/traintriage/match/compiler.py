@@ -21,7 +21,7 @@ import hyperscan
 
 from traintriage.errors import KnowledgeBaseError
 from traintriage.ingest.mask import state_prefilters
-from traintriage.kb.loader import KnowledgeBase, cache_dir, kb_cache_key, load_kb, write_cache
+from traintriage.kb.loader import KnowledgeBase, cache_dir, kb_cache_key, load_kb, read_cache, write_cache
 from traintriage.kb.schema import Role
 from traintriage.match.internal import INTERNAL_PATTERNS, Internal
 
@@ -137,13 +137,9 @@ def cached_kb_patterns() -> tuple[list[PatternInfo], str]:
     stat = Path(__file__).stat()
     hasher.update(f"{stat.st_size}\0{stat.st_mtime_ns}".encode())
     cached = cache_dir() / f"patterns-{hasher.hexdigest()[:20]}.pickle"
-    try:
-        with cached.open("rb") as handle:
-            table, digest = pickle.load(handle)
-        if isinstance(table, list) and isinstance(digest, str):
-            return table, digest
-    except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError, TypeError, ValueError):
-        pass
+    found = read_cache(cached)
+    if isinstance(found, tuple) and len(found) == 2 and isinstance(found[0], list) and isinstance(found[1], str):
+        return found
     table = kb_patterns(load_kb())
     digest = patterns_digest(table)
     write_cache(cached, pickle.dumps((table, digest), protocol=pickle.HIGHEST_PROTOCOL))
@@ -215,7 +211,7 @@ def load_scanner() -> Scanner:
     from_kb, kb_digest = cached_kb_patterns()
     builtin = builtin_patterns()
     table = from_kb + builtin
-    mask_base = len(from_kb) + sum(1 for p in builtin if p.kind is not PatternKind.mask_state)
+    mask_base = len(from_kb) + next((i for i, p in enumerate(builtin) if p.kind is PatternKind.mask_state), len(builtin))
     digest = hashlib.sha256(f"{kb_digest}\0{patterns_digest(builtin)}".encode()).hexdigest()[:24]
     cached = cache_dir() / f"scanner-{digest}-{os.uname().machine}.hsdb"
     try:

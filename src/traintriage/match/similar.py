@@ -19,7 +19,14 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from traintriage.kb.loader import EXAMPLES_DIR, KnowledgeBase, cache_dir, kb_cache_key, write_cache
+from traintriage.kb.loader import (
+    EXAMPLES_DIR,
+    KnowledgeBase,
+    cache_dir,
+    kb_cache_key,
+    read_cache,
+    write_cache,
+)
 from traintriage.kb.schema import Entry
 from traintriage.kb.search_index import document, tokens
 from traintriage.match.compiler import PatternKind, Scanner, matching_patterns
@@ -143,12 +150,7 @@ def similarity_index(kb: KnowledgeBase, scanner: Scanner) -> SimilarityIndex:
     if key in _LOADED:
         return _LOADED[key]
     cached = Path(cache_dir()) / f"similar-{key}.pickle"
-    index: object = None
-    try:
-        with cached.open("rb") as handle:
-            index = pickle.load(handle)
-    except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError, TypeError):
-        pass
+    index = read_cache(cached)
     if not isinstance(index, SimilarityIndex) or set(index.entry_ids) != set(kb.entries):
         index = build_index(kb, scanner)
         write_cache(cached, pickle.dumps(index, protocol=pickle.HIGHEST_PROTOCOL))
