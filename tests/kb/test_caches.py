@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import pickle
+import time
 from pathlib import Path
 
 import pytest
@@ -56,3 +58,14 @@ def test_scanner_patterns_from_cache_equal_a_cold_build(tmp_path: Path, monkeypa
     finally:
         for cached in (loader.load_kb, loader.kb_cache_key, compiler.load_scanner):
             cached.cache_clear()
+
+
+def test_writing_a_cache_removes_caches_of_its_kind_unused_for_two_weeks(tmp_path: Path) -> None:
+    old_kb, live_kb, old_scanner = tmp_path / "kb-old.pickle", tmp_path / "kb-live.pickle", tmp_path / "scanner-old.hsdb"
+    for path in (old_kb, live_kb, old_scanner):
+        path.write_bytes(b"x")
+    weeks_ago = time.time() - loader.STALE_AFTER_SECONDS - 60
+    for path in (old_kb, old_scanner):
+        os.utime(path, (weeks_ago, weeks_ago))
+    loader.write_cache(tmp_path / "kb-new.pickle", b"new")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["kb-live.pickle", "kb-new.pickle", "scanner-old.hsdb"]

@@ -11,6 +11,7 @@ import hashlib
 import os
 import pickle
 import sys
+import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cache
@@ -196,5 +197,25 @@ def write_cache(path: Path, data: bytes) -> None:
         tmp = path.with_suffix(f".{os.getpid()}.tmp")
         tmp.write_bytes(data)
         os.replace(tmp, path)
+        prune_stale(path)
     except OSError:
         pass
+
+
+STALE_AFTER_SECONDS = 14 * 24 * 3600
+
+
+def prune_stale(path: Path, now: float | None = None) -> None:
+    """Remove the caches of `path`'s kind (`kb-`, `scanner-`, ...) unused for two weeks. Each KB
+    edit or release writes new ones under new names (a few MB each) and nothing else removes
+    the old. Age is the last access or write, so another install's live cache is kept; one
+    idle longer is rebuilt once when next used."""
+    cutoff = (time.time() if now is None else now) - STALE_AFTER_SECONDS
+    kind = path.name.split("-", 1)[0]
+    for other in path.parent.glob(f"{kind}-*"):
+        try:
+            stat = other.stat()
+            if other != path and max(stat.st_atime, stat.st_mtime) < cutoff:
+                other.unlink()
+        except OSError:
+            continue
