@@ -61,11 +61,13 @@ def test_scanner_patterns_from_cache_equal_a_cold_build(tmp_path: Path, monkeypa
 
 
 def test_writing_a_cache_removes_caches_of_its_kind_unused_for_two_weeks(tmp_path: Path) -> None:
-    old_kb, live_kb, old_scanner = tmp_path / "kb-old.pickle", tmp_path / "kb-live.pickle", tmp_path / "scanner-old.hsdb"
-    for path in (old_kb, live_kb, old_scanner):
+    old_kb, live_kb = tmp_path / f"kb-{'a' * 20}.pickle", tmp_path / f"kb-{'b' * 20}.pickle"
+    old_scanner, not_ours = tmp_path / f"scanner-{'c' * 24}-x86_64.hsdb", tmp_path / "kb-notes.txt"
+    for path in (old_kb, live_kb, old_scanner, not_ours):
         path.write_bytes(b"x")
     weeks_ago = time.time() - loader.STALE_AFTER_SECONDS - 60
-    for path in (old_kb, old_scanner):
+    for path in (old_kb, old_scanner, not_ours):
         os.utime(path, (weeks_ago, weeks_ago))
-    loader.write_cache(tmp_path / "kb-new.pickle", b"new")
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["kb-live.pickle", "kb-new.pickle", "scanner-old.hsdb"]
+    new = tmp_path / f"kb-{'d' * 20}.pickle"
+    loader.write_cache(new, b"new")
+    assert sorted(tmp_path.iterdir()) == sorted([live_kb, new, old_scanner, not_ours])

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import os
 import pickle
+import re
 import sys
 import time
 from collections.abc import Iterator, Mapping
@@ -203,6 +204,8 @@ def write_cache(path: Path, data: bytes) -> None:
 
 
 STALE_AFTER_SECONDS = 14 * 24 * 3600
+_CACHE_NAME = re.compile(r"[a-z]+-[0-9a-f]{16,64}(?:-\w+)?\.(?:pickle|hsdb)(?:\.\d+\.tmp)?")
+"""How the caches are named: `kb-<key>.pickle`, `scanner-<digest>-<machine>.hsdb`, their temporaries."""
 
 
 def prune_stale(path: Path, now: float | None = None) -> None:
@@ -213,6 +216,8 @@ def prune_stale(path: Path, now: float | None = None) -> None:
     cutoff = (time.time() if now is None else now) - STALE_AFTER_SECONDS
     kind = path.name.split("-", 1)[0]
     for other in path.parent.glob(f"{kind}-*"):
+        if not _CACHE_NAME.fullmatch(other.name):
+            continue  # not ours: TRAINTRIAGE_CACHE_DIR may name a directory shared with other files
         try:
             stat = other.stat()
             if other != path and max(stat.st_atime, stat.st_mtime) < cutoff:
