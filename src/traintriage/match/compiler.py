@@ -180,8 +180,10 @@ def check_pattern(regex: str) -> str | None:
 
 def table_flags(info: PatternInfo) -> tuple[str, int]:
     """The pattern body and its Hyperscan flags. A supporting signature counts by presence
-    alone, so Hyperscan reports it once per scanned window: some name routine lines (NCCL's
-    `via P2P/IPC` channel lines) that would otherwise call Python on every one of them."""
+    alone, so Hyperscan reports it once per scanned window: some name routine lines (NCCL INFO
+    lines) that would otherwise call Python on every one of them. The flag does not stop
+    Hyperscan's literal matcher from finding each such line, so a supporting signature keyed on a
+    line printed thousands of times still costs scan time (`make bench-patterns`)."""
     body, flag = split_flags(info.regex)
     if info.kind is PatternKind.signature and info.role is Role.supporting:
         flag |= hyperscan.HS_FLAG_SINGLEMATCH
