@@ -30,6 +30,7 @@ THRESHOLD = 0.3
 LAUNCHER_WRAPPERS = frozenset({"elastic-child-failed", "slurm-srun-task-exited", "mpi-job-aborted"})
 """Launchers that report a worker's failure; the worker prints its own error (a serving engine's
 or a pod's wrapper lines are themselves what it reports)."""
+MONITORED_BARRIER = "monitored-barrier-timeout"
 EXPLAINS_MARGIN = 0.15
 EXCUSED_FACTOR = 0.85
 _COLLATERAL_SIGNAL = re.compile(r"SIGTERM|SIGHUP|SIGINT|Signal 15\b|got signal: 15")
@@ -110,6 +111,10 @@ def analyze(
     timeouts = _internal(observations, scanner, Internal.collective_timeout)
     faulty = _internal(observations, scanner, Internal.faulty_rank)
     hang = hang_finding(timeouts, faulty, scans, points, candidates, seen_ranks)
+    if hang is not None and _barrier_named(candidates) and not _internal(observations, scanner, Internal.stack_dump):
+        # A monitored barrier named the rank that never arrived, which hung, lagged or died: only a
+        # dump of its stack (faulthandler, py-spy) shows it stuck; without one the barrier's class is the finding.
+        hang = None
     if hang is not None and "training-hang" in kb.entries:
         _add_finding(candidates, "training-hang", hang.score, hang.observation, hang.detail)
     straggling = curves.straggler(points)
@@ -225,6 +230,11 @@ def _metric_points(observations: list[Observation], scans: list[SourceScan], sca
         # several nodes: a `[defaultN]:` tag is no global rank; the curves tell nodes apart (curves.curve_of)
         points = [replace(p, rank=None) if p.local_only else p for p in points]
     return points
+
+
+def _barrier_named(candidates: dict[str, Candidate]) -> bool:
+    barrier = candidates.get(MONITORED_BARRIER)
+    return barrier is not None and barrier.score >= THRESHOLD
 
 
 def _has_crash(candidates: dict[str, Candidate]) -> bool:
