@@ -2,7 +2,8 @@
 
 score = max root weight + 0.1 x distinct supporting signatures (<= 3)
         + 0.05 x further distinct root signatures (<= 2), capped at 1.
-Excludes drop root hits near them; `specializes` entries need a supporting hit and
+Excludes drop root hits near them (and the entry, when the excluding line is another entry's
+root evidence: that class names what happened); `specializes` entries need a supporting hit and
 then outrank their generic entry.
 """
 
@@ -47,11 +48,12 @@ class Candidate:
         return first.sort_key if first else (float("inf"), 1 << 30, 1 << 30)
 
 
-def _excluded(observation: Observation, entry_id: str, excludes: dict[str, list[Observation]]) -> bool:
+def _excluder(observation: Observation, entry_id: str, excludes: dict[str, list[Observation]]) -> Observation | None:
+    """The exclude line near the observation that excuses it, if any."""
     for other in excludes.get(entry_id, ()):
         if other.hit.source == observation.hit.source and abs(other.hit.line - observation.hit.line) <= EXCLUDE_WINDOW:
-            return True
-    return False
+            return other
+    return None
 
 
 def score_entries(
@@ -74,10 +76,17 @@ def score_entries(
             elif info.kind is PatternKind.signature and info.role is Role.supporting:
                 supporting[info.entry_id].append((observation, pattern))
 
+    claimed: dict[int, set[str]] = defaultdict(set)
+    for entry_id, hits in roots.items():
+        for observation, _ in hits:
+            claimed[observation.order].add(entry_id)
     candidates: dict[str, Candidate] = {}
     for entry_id, hits in roots.items():
-        kept = [(o, p) for o, p in hits if not _excluded(o, entry_id, excludes)]
+        excluders = {o.order: _excluder(o, entry_id, excludes) for o, _ in hits}
+        kept = [(o, p) for o, p in hits if excluders[o.order] is None]
         excused = not kept
+        if excused and any(claimed[x.order] - {entry_id} for order, x in excluders.items() if x and x.order != order):
+            continue  # another line excuses it and is another class's own evidence, which names what happened
         kept = kept or hits
         entry = kb.entries[entry_id]
         support = supporting.get(entry_id, [])
