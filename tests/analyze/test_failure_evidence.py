@@ -15,6 +15,9 @@ FAILED = {
         "pytorch_1556653099582/work/aten/src/THC/THCCachingAllocator.cpp:510",
         "terminate called after throwing an instance of 'c10::Error'",
     ],
+    "a THC error pasted without its exception class (Torch7, PyTorch 0.x)": [
+        "luajit: cuda runtime error (4) : driver shutting down at /tmp/cutorch/lib/THC/generic/THCStorage.c:32",
+    ],
     "c++ exception only": [
         "terminate called after throwing an instance of 'std::runtime_error'",
         "  what():  unable to mmap 1048576 bytes from file </dev/shm/torch_1234_567>: Cannot allocate memory (12)",

@@ -150,7 +150,8 @@ INTERNAL_PATTERNS: tuple[InternalPattern, ...] = (
     # internal asserts, libc++'s terminate (macOS), a TensorFlow op that failed with an error
     # status (not the end of a dataset: OUT_OF_RANGE), and the error lines of command-line
     # tools that stop there (Slurm, the Docker daemon, Rust/Go launchers such as TGI's,
-    # llama.cpp's model loader); a shell that could not find a command (`bash: orted: command
+    # llama.cpp's model loader); PyTorch 0.x/1.x's and Torch7's THC error (`cuda runtime error (N) : ...`,
+    # pasted without its `RuntimeError:`); a shell that could not find a command (`bash: orted: command
     # not found` from an MPI launcher), a make recipe that failed, an MPI launcher that could
     # not start the job, torch.multiprocessing.spawn's report of a child's exception, the exit
     # handler of SYCL code migrated from CUDA by DPCT (llama.cpp's SYCL backend), a script's
@@ -171,7 +172,7 @@ INTERNAL_PATTERNS: tuple[InternalPattern, ...] = (
         r"(?:^|[\s:\]\[])E(?:\d{4} \d\d:\d\d:\d\d\.\d+(?: +\d+)?)? ?[^\s\]]*\.(?:cc|cpp|h|c):\d+\] |"
         r"NCCL WARN [^\n]*(?:[Ff]ail|[Ee]rror|[Aa]bort|[Tt]imeout)|Assertion `[^`\n]*`(?: failed|\s*$)|"
         r"\bIllegal instruction\b|\bBus error\b|Floating point exception|received signal SIG[A-Z]+|"
-        r"(?:^|[\s:\]])(?:CUDA|HIP) error: |\bTried to allocate \d[\d.]* ?[KMGT]?i?B\b|"
+        r"(?:^|[\s:\]])(?:CUDA|HIP) error: |\bcuda runtime error \(\d{1,4}\) : |\bTried to allocate \d[\d.]* ?[KMGT]?i?B\b|"
         r"INTERNAL ASSERT FAILED at |libc\+\+abi: terminating|"
         r"OP_REQUIRES failed at \S+ : (?:INTERNAL|RESOURCE_EXHAUSTED|INVALID_ARGUMENT|NOT_FOUND|FAILED_PRECONDITION|"
         r"UNIMPLEMENTED|UNKNOWN|DATA_LOSS|Internal|Resource exhausted|Invalid argument|Not found|Failed precondition|"
