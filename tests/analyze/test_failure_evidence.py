@@ -18,6 +18,14 @@ FAILED = {
     "a THC error pasted without its exception class (Torch7, PyTorch 0.x)": [
         "luajit: cuda runtime error (4) : driver shutting down at /tmp/cutorch/lib/THC/generic/THCStorage.c:32",
     ],
+    "onnx runtime's error status in a trainer's log line": [
+        "2025-02-11 10:02:33 - ERROR - trainer - export check failed: [ONNXRuntimeError] : 1 : FAIL : "
+        "Load model from encoder.onnx failed: Protobuf parsing failed.",
+    ],
+    "a ray actor died, in a log line": [
+        "(TrainController pid=812) 2025-02-11 10:02:33,101\tERROR worker.py:408 -- "
+        "The actor died unexpectedly before finishing this task.",
+    ],
     "c++ exception only": [
         "terminate called after throwing an instance of 'std::runtime_error'",
         "  what():  unable to mmap 1048576 bytes from file </dev/shm/torch_1234_567>: Cannot allocate memory (12)",
@@ -133,6 +141,13 @@ FAILED = {
 }
 
 HEALTHY = {
+    "onnx runtime falls back to another execution provider": [
+        "*************** EP Error ***************",
+        "EP Error [ONNXRuntimeError] : 1 : FAIL : TensorRT EP failed to create engine from network. when using "
+        "['TensorrtExecutionProvider', 'CUDAExecutionProvider']",
+        "Falling back to ['CUDAExecutionProvider', 'CPUExecutionProvider'] and retrying.",
+        "****************************************",
+    ],
     "nccl falls back to sockets": [
         "gpu7:4412:4412 [0] NCCL INFO Bootstrap : Using eth0:10.1.2.3<0>",
         "gpu7:4412:4412 [0] misc/ibvwrap.cc:105 NCCL WARN Failed to open libibverbs.so[.1]",

@@ -28,9 +28,12 @@ MAX_SALIENT = 8
 # Error-level lines that are not failures: NCCL could not load an optional transport library
 # and falls back (to sockets); TensorFlow/XLA register their CUDA plugins twice at every
 # start (`Unable to register cuDNN factory: Attempting to register factory for plugin cuDNN
-# when one has already been registered`).
+# when one has already been registered`); ONNX Runtime's session could not use an execution
+# provider and retries with the fallback ones (`EP Error [ONNXRuntimeError] : ... when using
+# [...]`, onnxruntime_inference_collection.py).
 _NOT_FAILURES = re.compile(r"NCCL WARN (?:[Ff]ailed to (?:open|load|find)|[Cc]ould not (?:open|load|find)) |"
-                           r"Unable to register cu\w{2,8} factory|when one has already been registered")
+                           r"Unable to register cu\w{2,8} factory|when one has already been registered|"
+                           r"\bEP Error \[ONNXRuntimeError\]")
 _NONZERO_EXIT = re.compile(r"(?i)(?:exit_?code\s*[:=]\s*-?[1-9]|(?:code|status)[: ]+-?[1-9])")
 _EVIDENCE_KINDS = (Internal.traceback, Internal.exception, Internal.fatal_line, Internal.fatal_signal)
 _SALIENT_KINDS = (Internal.exception, Internal.fatal_line, Internal.fatal_signal, Internal.error_level,

@@ -151,7 +151,9 @@ INTERNAL_PATTERNS: tuple[InternalPattern, ...] = (
     # status (not the end of a dataset: OUT_OF_RANGE), and the error lines of command-line
     # tools that stop there (Slurm, the Docker daemon, Rust/Go launchers such as TGI's,
     # llama.cpp's model loader); PyTorch 0.x/1.x's and Torch7's THC error (`cuda runtime error (N) : ...`,
-    # pasted without its `RuntimeError:`); a shell that could not find a command (`bash: orted: command
+    # pasted without its `RuntimeError:`); an error status of ONNX Runtime (common/status.cc
+    # Status::ToString, also when a trainer logs it instead of raising); a Ray actor that died
+    # (ray/exceptions.py ActorDiedError's message, also in a log line); a shell that could not find a command (`bash: orted: command
     # not found` from an MPI launcher), a make recipe that failed, an MPI launcher that could
     # not start the job, torch.multiprocessing.spawn's report of a child's exception, the exit
     # handler of SYCL code migrated from CUDA by DPCT (llama.cpp's SYCL backend), a script's
@@ -181,6 +183,7 @@ INTERNAL_PATTERNS: tuple[InternalPattern, ...] = (
         r"(?:^|[|\]>] ?)Error: [A-Za-z]|: error loading model: |"
         r"\bpanicked at\b|(?:^|[|\]>] ?)panic: |Windows fatal exception: |"
         r"\b(?:ba|z|da)?sh(?:: line \d{1,6})?: [^\s:]{1,200}: command not found|"
+        r"\[ONNXRuntimeError\] : \d{1,3} : [A-Z_]{2,40} : |actor died unexpectedly before finishing this task|"
         r"\bmake(?:\[\d{1,3}\])?: \*\*\* \[[^\]\n]{1,200}\] Error \d{1,3}|"
         r"\b(?:mpirun|mpiexec|prterun) was unable to |-- Process \d{1,6} terminated with the following error:|"
         r"Exception caught at file:\S{1,300}, line:\d{1,6}|(?:^|[\s\]>:])\w[\w.-]{0,100}\.py: error: |"
