@@ -16,10 +16,24 @@ def _file(name: str, size: int) -> Source:
     return Source(name=name, path=Path(name), size=size)
 
 
-def test_a_fleet_of_small_logs_stays_near_the_run_budget() -> None:
+def test_a_fleet_of_small_logs_keeps_the_run_budget_spread_evenly() -> None:
     budgets = metric_budgets([_file(f"job-{i}.log", 20_000) for i in range(20_000)])
+    assert abs(sum(budgets) - TOTAL_METRIC_POINTS) <= 1
+    assert set(budgets) == {0, 1}
+    sampled = [i for i, budget in enumerate(budgets) if budget]
+    assert sampled[0] == 0 and max(b - a for a, b in zip(sampled, sampled[1:], strict=False)) <= 3
+
+
+def test_up_to_the_budget_every_log_gives_a_point() -> None:
+    budgets = metric_budgets([_file(f"job-{i}.log", 20_000) for i in range(TOTAL_METRIC_POINTS)])
     assert set(budgets) == {MIN_METRIC_POINTS}
-    assert sum(budgets) <= 20_000 * MIN_METRIC_POINTS < 16 * 20_000
+
+
+def test_a_log_without_points_parses_no_metric_line(tmp_path: Path) -> None:
+    path = tmp_path / "job.log"
+    path.write_text("".join(f"step {step} | loss {2.5 - step / 1000:.3f} | lr 3e-4\n" for step in range(50)))
+    source = Source(name="job.log", path=path, size=path.stat().st_size)
+    assert scan_source(0, source, load_scanner(), metric_budget=0).metrics == []
 
 
 def test_the_budget_follows_size() -> None:

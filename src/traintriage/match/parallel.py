@@ -7,6 +7,7 @@ the lines of the pieces before them.
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from collections.abc import Callable
@@ -56,13 +57,24 @@ def keep_freed_buffers() -> None:
 
 def metric_budgets(sources: list[Source]) -> list[int]:
     """Curve points per scan job: the run keeps about TOTAL_METRIC_POINTS, shared by size
-    (a source of unknown size gets an even share), each job at least MIN_METRIC_POINTS.
-    Every point costs a parse in Python (~0.1 ms): a fleet of 20,000 small logs at the old
-    floor of 16 points each parsed 320,000 lines; now each small log gives its first."""
-    even = TOTAL_METRIC_POINTS // max(1, len(sources))
+    (a source of unknown size gets an even share). Each job gets at least MIN_METRIC_POINTS
+    (a small log beside a big one keeps its first loss) while there are fewer jobs than
+    points; past that (a fleet of 20,000 small logs), the points go to evenly spaced jobs.
+    Every point costs a parse in Python (~25 us) and a place in the curves the parent
+    analyses: a point per log of such a fleet was a fifth of its run time."""
     sizes = [_bytes_to_read(s) for s in sources]
     total = sum(size or 0 for size in sizes) or 1
-    return [max(MIN_METRIC_POINTS, even if size is None else TOTAL_METRIC_POINTS * size // total) for size in sizes]
+    even = TOTAL_METRIC_POINTS / max(1, len(sources))
+    shares = [even if size is None else TOTAL_METRIC_POINTS * size / total for size in sizes]
+    if len(sources) <= TOTAL_METRIC_POINTS:
+        return [max(MIN_METRIC_POINTS, int(share)) for share in shares]
+    budgets: list[int] = []
+    reached = 0.0
+    for share in shares:
+        given = math.ceil(reached + share) - math.ceil(reached)
+        budgets.append(given)
+        reached += share
+    return budgets
 
 
 def _bytes_to_read(source: Source) -> int | None:

@@ -120,12 +120,13 @@ def _throughput(lower: str) -> float | None:
 class MetricSampler:
     """Picks which loss lines of a chunk to parse: all of them in a small log, an evenly
     spaced sample of about `budget` points in a big one. Memory stays bounded whatever the
-    input: past twice the budget, `thin` halves the points kept and doubles the stride."""
+    input: past twice the budget, `thin` halves the points kept and doubles the stride.
+    A budget of 0 (a log of a fleet whose points went to other logs) samples nothing."""
 
     def __init__(self, source_size: int | None, budget: int = MAX_POINTS) -> None:
         self.budget = budget
         expected_lines = (source_size or 0) // TYPICAL_LINE_BYTES
-        self.stride = (source_size or 0) // budget if expected_lines > budget else 0
+        self.stride = (source_size or 0) // budget if budget and expected_lines > budget else 0
 
     def thin(self, points: list[MetricPoint]) -> list[MetricPoint]:
         if len(points) <= 2 * self.budget:
@@ -137,6 +138,8 @@ class MetricSampler:
         """(start, stop) byte offsets of the sampled lines of `chunk[:limit]` that mention a loss."""
         limit = len(chunk) if limit is None else limit
         found: list[tuple[int, int]] = []
+        if not self.budget:
+            return found
         position = 0
         while True:
             hit = chunk.find(b"oss", position, limit)
