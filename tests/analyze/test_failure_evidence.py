@@ -138,6 +138,20 @@ FAILED = {
         "generator can generate at least `steps_per_epoch * epochs` batches (in this case, 4000 batches). You may "
         "need to use the repeat() function when building your dataset.",
     ],
+    "an exception class from a module, not named Error": [
+        "requests.exceptions.ReadTimeout: HTTPSConnectionPool(host='huggingface.co', port=443): Read timed out. "
+        "(read timeout=10)",
+    ],
+    "a service's report of an uncaught exception": [
+        "2026-12-03 07:12:40,101 ERROR - job_runner - uncaught exception in worker thread: metadata server timed out",
+        "2026-12-03 07:12:40,102 INFO - job_runner - shutting down",
+    ],
+    "an error report named by its code": ["Unknown CUDA Error (999)"],
+    "c10d's nccl check pasted without its exception class": [
+        "NCCL error in: /opt/pytorch/torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1970, invalid usage "
+        "(run with NCCL_DEBUG=WARN for details), NCCL version 2.21.5",
+    ],
+    "an error-level line ends the log": ["loading shards 3/4", "", "ERROR: could not read shard 4 of the checkpoint", ""],
 }
 
 HEALTHY = {
@@ -228,6 +242,13 @@ HEALTHY = {
         "Make sure that your dataset or generator can generate at least `steps_per_epoch * epochs` batches. You "
         "may need to use the `.repeat()` function when building your dataset.",
         "  self.gen.throw(value)",
+    ],
+    "an error-level line the run went past": [
+        "ERROR: could not reach the metrics server, will retry", "step 1 loss 2.31", "step 2 loss 2.20",
+    ],
+    "a warning class from a module, at the end of the log": [
+        "epoch 3 done",
+        "sklearn.exceptions.ConvergenceWarning: lbfgs failed to converge (status=1):",
     ],
 }
 

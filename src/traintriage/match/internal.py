@@ -153,7 +153,9 @@ INTERNAL_PATTERNS: tuple[InternalPattern, ...] = (
     # llama.cpp's model loader); PyTorch 0.x/1.x's and Torch7's THC error (`cuda runtime error (N) : ...`,
     # pasted without its `RuntimeError:`); an error status of ONNX Runtime (common/status.cc
     # Status::ToString, also when a trainer logs it instead of raising); a Ray actor that died
-    # (ray/exceptions.py ActorDiedError's message, also in a log line); a shell that could not find a command (`bash: orted: command
+    # (ray/exceptions.py ActorDiedError's message, also in a log line); c10d's NCCL check
+    # (`NCCL error in: <file>:<line>, <NCCL's result string>`, C10D_NCCL_CHECK), pasted without its
+    # exception class; a shell that could not find a command (`bash: orted: command
     # not found` from an MPI launcher), a make recipe that failed, an MPI launcher that could
     # not start the job, torch.multiprocessing.spawn's report of a child's exception, the exit
     # handler of SYCL code migrated from CUDA by DPCT (llama.cpp's SYCL backend), a script's
@@ -184,6 +186,7 @@ INTERNAL_PATTERNS: tuple[InternalPattern, ...] = (
         r"\bpanicked at\b|(?:^|[|\]>] ?)panic: |Windows fatal exception: |"
         r"\b(?:ba|z|da)?sh(?:: line \d{1,6})?: [^\s:]{1,200}: command not found|"
         r"\[ONNXRuntimeError\] : \d{1,3} : [A-Z_]{2,40} : |actor died unexpectedly before finishing this task|"
+        r"\bNCCL error in: \S{1,300}:\d{1,6}, |"
         r"\bmake(?:\[\d{1,3}\])?: \*\*\* \[[^\]\n]{1,200}\] Error \d{1,3}|"
         r"\b(?:mpirun|mpiexec|prterun) was unable to |-- Process \d{1,6} terminated with the following error:|"
         r"Exception caught at file:\S{1,300}, line:\d{1,6}|(?:^|[\s\]>:])\w[\w.-]{0,100}\.py: error: |"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import zlib
+from bisect import bisect_left
 from collections import defaultdict
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -18,6 +19,8 @@ from traintriage.ingest.chunks import CHUNK_SIZE, ReadProblem, iter_windows
 from traintriage.ingest.mask import Masker
 from traintriage.ingest.sources import Source
 from traintriage.match.compiler import CONTEXT_HITS, Scanner
+from traintriage.match.internal import Internal
+from traintriage.match.tail_evidence import tail_evidence
 from traintriage.parse.metrics import MAX_POINTS, MetricPoint, MetricSampler, parse_sampled
 from traintriage.parse.prefix import parse_prefix
 
@@ -409,7 +412,29 @@ def scan_source(
         result.placeholders = masker.placeholder_digests(mask_key)
     tail = decode_tail(state.recent[-TAIL_LINES:])
     result.tail = [t for t in tail if t.strip()]
+    if source.span is None or source.span[1] >= (source.size or 0):  # the log's own end, not a share's
+        _add_tail_hits(result, tail, scanner)
     return result
+
+
+def _add_tail_hits(result: SourceScan, tail: list[str], scanner: Scanner) -> None:
+    """The failure lines only the tail shows (see tail_evidence), as hits of the exception and
+    fatal-line patterns: merged into the hit of the same line, else inserted in line order."""
+    found = tail_evidence(tail, result.lines)
+    if not found:
+        return
+    exception_id = scanner.by_internal(Internal.exception)[0]
+    fatal_id = scanner.by_internal(Internal.fatal_line)[0]
+    for number, text, is_exception in found:
+        pattern = exception_id if is_exception else fatal_id
+        index = bisect_left(result.hits, number, key=lambda hit: hit.line)
+        if index < len(result.hits) and result.hits[index].line == number:
+            if pattern in result.hits[index].patterns:
+                continue
+            result.hits[index].patterns.append(pattern)
+        else:
+            result.hits.insert(index, LineHit(source=result.source, line=number, text=text, patterns=[pattern]))
+        result.counts[pattern] += 1
 
 
 _METRIC = -1

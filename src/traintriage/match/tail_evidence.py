@@ -1,0 +1,46 @@
+"""Failure lines only the end of a log can show, read from the tail a scan keeps anyway.
+
+Three forms have no literal Hyperscan could look for cheaply, or mean a failure only where
+the log stops:
+- a line that starts with a module-qualified exception class and its message
+  (`pyarrow.lib.ArrowInvalid: Column 1 ...`): how Python prints an exception whose class
+  lives outside builtins, whatever the class is named (a pattern for it in the scan cost a
+  quarter of the scan time on a metric-dense log: module names are common words);
+- an error report of a tool or library that stops the program: `uncaught exception`, a line
+  that opens with `<Name> Error (N)` (TensorRT's `[E] ... Error Code N:` is not one: its
+  builder logs an out-of-memory tactic that way, skips it and goes on);
+- an error-level line (`ERROR`, `FATAL`, `CRITICAL`) as the very last line of the log.
+
+Each runs on the last few lines only (bounded: at most TAIL_WINDOW lines of at most
+MAX_TEXT characters), so the cost per source is fixed whatever the log's size.
+"""
+
+from __future__ import annotations
+
+import re
+
+TAIL_WINDOW = 12
+"""Lines from the end searched for the exception and error-report forms."""
+
+QUALIFIED_EXCEPTION = re.compile(r"(?:[a-z_][a-z0-9_]{0,40}\.){1,8}_?[A-Z][A-Za-z0-9]{0,60}[a-z][A-Za-z0-9]{0,60}: \S")
+NOT_AN_ERROR = ("Warning: ", "Message: ")
+"""Qualified classes printed by runs that go on: warnings (`sklearn.exceptions.ConvergenceWarning:`)."""
+ERROR_REPORT = re.compile(r"\buncaught exception\b|^\s{0,16}[A-Z][A-Za-z]{0,30}(?: [A-Z][A-Za-z]{0,30})? ?Error ?\(\d{1,5}\)")
+# A last line that opens with its level, after at most a container tag (`algo-1  | `) and a time stamp.
+LAST_ERROR_LINE = re.compile(r"^(?:[\w.-]{1,64}\s{1,8}\|\s{1,8})?(?:\[?[\d/:.,TZ -]{8,40}\]?\s{1,4})?(?:ERROR|FATAL|CRITICAL)\b")
+
+
+def tail_evidence(lines: list[str], last_line: int) -> list[tuple[int, str, bool]]:
+    """(line number, text, is an exception line) of the failure lines among a log's last
+    lines; `lines` end with line `last_line` of the log (blank lines included, as read)."""
+    found: list[tuple[int, str, bool]] = []
+    first = last_line - len(lines) + 1
+    last_text = next((i for i in range(len(lines) - 1, -1, -1) if lines[i].strip()), None)
+    for index in range(max(0, len(lines) - TAIL_WINDOW), len(lines)):
+        text = lines[index]
+        qualified = QUALIFIED_EXCEPTION.match(text)
+        if qualified and not any(word in qualified.group() for word in NOT_AN_ERROR):
+            found.append((first + index, text, True))
+        elif ERROR_REPORT.search(text) or (index == last_text and LAST_ERROR_LINE.match(text)):
+            found.append((first + index, text, False))
+    return found

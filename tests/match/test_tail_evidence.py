@@ -1,0 +1,46 @@
+"""Failure lines read from a log's tail land on their own line numbers, merged with the scan's hits."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from traintriage.ingest.sources import Source
+from traintriage.match.compiler import load_scanner
+from traintriage.match.internal import Internal
+from traintriage.match.scan import scan_source
+from traintriage.match.tail_evidence import tail_evidence
+
+
+def _scan(tmp_path: Path, text: str):  # type: ignore[no-untyped-def]
+    path = tmp_path / "job.log"
+    path.write_text(text)
+    return scan_source(0, Source(name="job.log", path=path, size=path.stat().st_size), load_scanner())
+
+
+def test_a_qualified_exception_is_hit_on_its_line_despite_blank_lines(tmp_path: Path) -> None:
+    text = "step 1\n\n\nrequests.exceptions.ReadTimeout: Read timed out.\n\n"
+    scan = _scan(tmp_path, text)
+    exception = load_scanner().by_internal(Internal.exception)[0]
+    hits = [hit for hit in scan.hits if exception in hit.patterns]
+    assert [(hit.line, hit.text) for hit in hits] == [(4, "requests.exceptions.ReadTimeout: Read timed out.")]
+    assert text.split("\n")[hits[0].line - 1] == hits[0].text
+
+
+def test_the_last_error_line_joins_the_hit_the_scan_made_of_it(tmp_path: Path) -> None:
+    scan = _scan(tmp_path, "".join(f"line {n}\n" for n in range(100)) + "ERROR: shard 4 is missing")
+    scanner = load_scanner()
+    last = [hit for hit in scan.hits if hit.line == 101]
+    assert len(last) == 1
+    assert set(scanner.by_internal(Internal.error_level)) & set(last[0].patterns)
+    assert scanner.by_internal(Internal.fatal_line)[0] in last[0].patterns
+
+
+def test_an_error_line_before_the_end_is_not_the_last_line() -> None:
+    assert tail_evidence(["ERROR: retrying", "step 2 loss 2.2"], 2) == []
+    assert tail_evidence(["step 2 loss 2.2", "ERROR: gave up", "", ""], 4) == [(2, "ERROR: gave up", False)]
+
+
+def test_only_the_last_lines_are_searched() -> None:
+    lines = ["pyarrow.lib.ArrowInvalid: schema mismatch"] + ["step"] * 30
+    assert tail_evidence(lines, 31) == []
+    assert tail_evidence(lines[:5], 5) == [(1, lines[0], True)]
