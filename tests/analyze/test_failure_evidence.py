@@ -147,6 +147,11 @@ FAILED = {
         "2026-12-03 07:12:40,102 INFO - job_runner - shutting down",
     ],
     "an error report named by its code": ["Unknown CUDA Error (999)"],
+    "torch.linalg's check pasted without its exception class": [
+        "step 40 loss 0.91",
+        "linalg.svd: The algorithm failed to converge because the input matrix is ill-conditioned or has too many "
+        "repeated singular values (error code: 127).",
+    ],
     "c10d's nccl check pasted without its exception class": [
         "NCCL error in: /opt/pytorch/torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1970, invalid usage "
         "(run with NCCL_DEBUG=WARN for details), NCCL version 2.21.5",

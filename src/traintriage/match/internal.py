@@ -155,7 +155,9 @@ INTERNAL_PATTERNS: tuple[InternalPattern, ...] = (
     # Status::ToString, also when a trainer logs it instead of raising); a Ray actor that died
     # (ray/exceptions.py ActorDiedError's message, also in a log line); c10d's NCCL check
     # (`NCCL error in: <file>:<line>, <NCCL's result string>`, C10D_NCCL_CHECK), pasted without its
-    # exception class; a shell that could not find a command (`bash: orted: command
+    # exception class; torch.linalg's check of a LAPACK/cuSOLVER result (`linalg.eigh: The algorithm
+    # failed to converge ...`, _linalg_check_errors in BatchLinearAlgebra.cpp), pasted without
+    # `torch._C._LinAlgError:`; a shell that could not find a command (`bash: orted: command
     # not found` from an MPI launcher), a make recipe that failed, an MPI launcher that could
     # not start the job, torch.multiprocessing.spawn's report of a child's exception, the exit
     # handler of SYCL code migrated from CUDA by DPCT (llama.cpp's SYCL backend), a script's
@@ -187,6 +189,9 @@ INTERNAL_PATTERNS: tuple[InternalPattern, ...] = (
         r"\b(?:ba|z|da)?sh(?:: line \d{1,6})?: [^\s:]{1,200}: command not found|"
         r"\[ONNXRuntimeError\] : \d{1,3} : [A-Z_]{2,40} : |actor died unexpectedly before finishing this task|"
         r"\bNCCL error in: \S{1,300}:\d{1,6}, |"
+        r": The (?:factorization could not be completed because the input is not positive-definite|"
+        r"algorithm failed to converge because the input matrix is ill-conditioned|"
+        r"diagonal element \d{1,9} is zero, the (?:inversion|solve) could not be completed)|"
         r"\bmake(?:\[\d{1,3}\])?: \*\*\* \[[^\]\n]{1,200}\] Error \d{1,3}|"
         r"\b(?:mpirun|mpiexec|prterun) was unable to |-- Process \d{1,6} terminated with the following error:|"
         r"Exception caught at file:\S{1,300}, line:\d{1,6}|(?:^|[\s\]>:])\w[\w.-]{0,100}\.py: error: |"
