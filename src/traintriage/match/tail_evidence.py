@@ -23,8 +23,8 @@ TAIL_WINDOW = 12
 """Lines from the end searched for the exception and error-report forms."""
 
 QUALIFIED_EXCEPTION = re.compile(r"(?:[a-z_][a-z0-9_]{0,40}\.){1,8}_?[A-Z][A-Za-z0-9]{0,60}[a-z][A-Za-z0-9]{0,60}: \S")
-NOT_AN_ERROR = ("Warning: ", "Message: ")
-"""Qualified classes printed by runs that go on: warnings (`sklearn.exceptions.ConvergenceWarning:`)."""
+NOT_AN_ERROR = "Warning: "
+"""A qualified class a run that goes on prints: a warning (`sklearn.exceptions.ConvergenceWarning:`)."""
 ERROR_REPORT = re.compile(r"\buncaught exception\b|^\s{0,16}[A-Z][A-Za-z]{0,30}(?: [A-Z][A-Za-z]{0,30})? ?Error ?\(\d{1,5}\)")
 # A last line that opens with its level, after at most a container tag (`algo-1  | `) and a time stamp.
 LAST_ERROR_LINE = re.compile(r"^(?:[\w.-]{1,64}\s{1,8}\|\s{1,8})?(?:\[?[\d/:.,TZ -]{8,40}\]?\s{1,4})?(?:ERROR|FATAL|CRITICAL)\b")
@@ -39,7 +39,7 @@ def tail_evidence(lines: list[str], last_line: int) -> list[tuple[int, str, bool
     for index in range(max(0, len(lines) - TAIL_WINDOW), len(lines)):
         text = lines[index]
         qualified = QUALIFIED_EXCEPTION.match(text)
-        if qualified and not any(word in qualified.group() for word in NOT_AN_ERROR):
+        if qualified and NOT_AN_ERROR not in qualified.group():
             found.append((first + index, text, True))
         elif ERROR_REPORT.search(text) or (index == last_text and LAST_ERROR_LINE.match(text)):
             found.append((first + index, text, False))
