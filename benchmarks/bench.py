@@ -57,7 +57,7 @@ def measure(command: list[str], repeat: int = 1) -> Measure:
     runs = []
     for _ in range(repeat):
         result = subprocess.run([sys.executable, _TREE_RSS, *command], capture_output=True, check=False)
-        seconds, rss_kb, cpu = result.stderr.decode().split()
+        seconds, rss_kb, cpu = result.stderr.decode().split()[-3:]  # tree_rss's figures come last, after anything the command wrote
         runs.append(Measure(float(seconds), int(rss_kb) / 1024, float(cpu), result.stdout))
     best = sorted(runs, key=lambda m: m.seconds)[len(runs) // 2]
     return best
