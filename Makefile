@@ -7,8 +7,8 @@ SAMPLE := src/traintriage/data/sample/job-4412.log
 DEV_CORPORA := ../shared/corpus/gh-dev ../shared/corpus/realruns-dev
 # corpus/: real logs collected for issue 15, split by a hash of the case id. Tune on *-tune;
 # *-score is only ever scored (its misses are never printed), our estimate on unseen logs.
-TUNE_CORPORA := corpus/threads-tune corpus/forums-tune corpus/forums2-tune corpus/threads2-tune corpus/unknown2-tune corpus/threads3-tune corpus/forums3-tune corpus/ranks3-tune corpus/threads4-tune corpus/forums4-tune corpus/cluster4-tune corpus/blind5-tune corpus/blind6-tune corpus/blind7-tune corpus/blind8-tune corpus/blind9-tune corpus/blind10-tune corpus/blind11-tune corpus/blind12-tune
-SCORE_CORPORA := corpus/threads-score corpus/forums-score corpus/unknown-score corpus/forums2-score corpus/threads2-score corpus/unknown2-score corpus/threads3-score corpus/forums3-score corpus/ranks3-score corpus/threads4-score corpus/forums4-score corpus/cluster4-score corpus/blind5-score corpus/blind6-score corpus/blind7-score corpus/blind8-score corpus/blind9-score corpus/blind10-score corpus/blind11-score corpus/blind12-score
+TUNE_CORPORA := corpus/threads-tune corpus/forums-tune corpus/forums2-tune corpus/threads2-tune corpus/unknown2-tune corpus/threads3-tune corpus/forums3-tune corpus/ranks3-tune corpus/threads4-tune corpus/forums4-tune corpus/cluster4-tune corpus/blind5-tune corpus/blind6-tune corpus/blind7-tune corpus/blind8-tune corpus/blind9-tune corpus/blind10-tune corpus/blind11-tune corpus/blind12-tune corpus/blind13-tune
+SCORE_CORPORA := corpus/threads-score corpus/forums-score corpus/unknown-score corpus/forums2-score corpus/threads2-score corpus/unknown2-score corpus/threads3-score corpus/forums3-score corpus/ranks3-score corpus/threads4-score corpus/forums4-score corpus/cluster4-score corpus/blind5-score corpus/blind6-score corpus/blind7-score corpus/blind8-score corpus/blind9-score corpus/blind10-score corpus/blind11-score corpus/blind12-score corpus/blind13-score
 EVAL := $(BIN)/python ../shared/corpus/eval.py --tool "$(BIN)/traintriage"
 
 .PHONY: run serve test lint typecheck unit fuzz eval calibration bench bench-patterns clean
