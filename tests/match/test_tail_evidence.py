@@ -7,11 +7,11 @@ from pathlib import Path
 from traintriage.ingest.sources import Source
 from traintriage.match.compiler import load_scanner
 from traintriage.match.internal import Internal
-from traintriage.match.scan import scan_source
+from traintriage.match.scan import SourceScan, scan_source
 from traintriage.match.tail_evidence import tail_evidence
 
 
-def _scan(tmp_path: Path, text: str):  # type: ignore[no-untyped-def]
+def _scan(tmp_path: Path, text: str) -> SourceScan:
     path = tmp_path / "job.log"
     path.write_text(text)
     return scan_source(0, Source(name="job.log", path=path, size=path.stat().st_size), load_scanner())

@@ -12,7 +12,9 @@ the log stops:
 - an error-level line (`ERROR`, `FATAL`, `CRITICAL`) as the very last line of the log.
 
 Each runs on the last few lines only (bounded: at most TAIL_WINDOW lines of at most
-MAX_TEXT characters), so the cost per source is fixed whatever the log's size.
+MAX_TEXT characters), so the cost per source is fixed whatever the log's size. Each form is
+tried with `match` or behind a substring test: a `search` for an alternation steps through
+every position of every line (a third more time per small log of a fleet).
 """
 
 from __future__ import annotations
@@ -27,10 +29,8 @@ NOT_AN_ERROR = "Warning: "
 """A qualified class a run that goes on prints: a warning (`sklearn.exceptions.ConvergenceWarning:`)."""
 UNCAUGHT = re.compile(r"\buncaught exception\b")
 NAMED_ERROR_CODE = re.compile(r"\s{0,16}[A-Z][A-Za-z]{0,30}(?: [A-Z][A-Za-z]{0,30})? ?Error ?\(\d{1,5}\)")
-"""Each form is tried with `match` or behind a substring test: a `search` for an alternation
-steps through every position of every line (a third more time per small log of a fleet)."""
 # A last line that opens with its level, after at most a container tag (`algo-1  | `) and a time stamp.
-LAST_ERROR_LINE = re.compile(r"^(?:[\w.-]{1,64}\s{1,8}\|\s{1,8})?(?:\[?[\d/:.,TZ -]{8,40}\]?\s{1,4})?(?:ERROR|FATAL|CRITICAL)\b")
+LAST_ERROR_LINE = re.compile(r"(?:[\w.-]{1,64}\s{1,8}\|\s{1,8})?(?:\[?[\d/:.,TZ -]{8,40}\]?\s{1,4})?(?:ERROR|FATAL|CRITICAL)\b")
 
 
 def tail_evidence(lines: list[str], last_line: int) -> list[tuple[int, str, bool]]:
