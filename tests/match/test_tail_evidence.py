@@ -44,3 +44,9 @@ def test_only_the_last_lines_are_searched() -> None:
     lines = ["pyarrow.lib.ArrowInvalid: schema mismatch"] + ["step"] * 30
     assert tail_evidence(lines, 31) == []
     assert tail_evidence(lines[:5], 5) == [(1, lines[0], True)]
+
+
+def test_a_bracketed_logger_name_may_precede_the_level_of_the_last_line() -> None:
+    last = "[TensorRT] ERROR: INVALID_CONFIG: Deserialize the cuda engine failed."
+    assert tail_evidence(["[TensorRT] WARNING: using an older plan", last], 2) == [(2, last, False)]
+    assert tail_evidence([last, "[TensorRT] INFO: tactic 4 chosen"], 2) == []

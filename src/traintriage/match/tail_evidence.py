@@ -29,8 +29,10 @@ NOT_AN_ERROR = "Warning: "
 """A qualified class a run that goes on prints: a warning (`sklearn.exceptions.ConvergenceWarning:`)."""
 UNCAUGHT = re.compile(r"\buncaught exception\b")
 NAMED_ERROR_CODE = re.compile(r"\s{0,16}[A-Z][A-Za-z]{0,30}(?: [A-Z][A-Za-z]{0,30})? ?Error ?\(\d{1,5}\)")
-# A last line that opens with its level, after at most a container tag (`algo-1  | `) and a time stamp.
-LAST_ERROR_LINE = re.compile(r"(?:[\w.-]{1,64}\s{1,8}\|\s{1,8})?(?:\[?[\d/:.,TZ -]{8,40}\]?\s{1,4})?(?:ERROR|FATAL|CRITICAL)\b")
+# A last line that opens with its level, after at most a container tag (`algo-1  | `), a time
+# stamp and a bracketed logger name (`[TensorRT] ERROR: ...`).
+LAST_ERROR_LINE = re.compile(r"(?:[\w.-]{1,64}\s{1,8}\|\s{1,8})?(?:\[?[\d/:.,TZ -]{8,40}\]?\s{1,4})?"
+                             r"(?:\[[A-Za-z][\w. -]{0,30}\]\s{1,4})?(?:ERROR|FATAL|CRITICAL)\b")
 
 
 def tail_evidence(lines: list[str], last_line: int) -> list[tuple[int, str, bool]]:
