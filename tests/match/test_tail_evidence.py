@@ -50,3 +50,22 @@ def test_a_bracketed_logger_name_may_precede_the_level_of_the_last_line() -> Non
     last = "[TensorRT] ERROR: INVALID_CONFIG: Deserialize the cuda engine failed."
     assert tail_evidence(["[TensorRT] WARNING: using an older plan", last], 2) == [(2, last, False)]
     assert tail_evidence([last, "[TensorRT] INFO: tactic 4 chosen"], 2) == []
+
+
+def test_a_last_line_that_reports_a_failure_in_words_is_evidence() -> None:
+    for last in ("sbatch: error: Batch job submission failed: Invalid account or account/partition combination",
+                 "Unknown OpenCL Error (221)", "launcher: shard 0 failed to start"):
+        assert tail_evidence(["step 10 loss 2.1", last], 2) == [(2, last, False)]
+
+
+def test_warnings_progress_counts_and_tracker_lines_at_the_end_are_not_failures() -> None:
+    for last in ("UserWarning: lbfgs failed to converge (status=1)",
+                 "NCCL WARN Failed to open libibverbs.so[.1]",
+                 "ERROR 2021-07-15T20:36:13 23/99  65%|#| 1200/1860 [04:57<02:47,  3.94it/s]",
+                 "wandb: ERROR Error while calling W&B API: internal database error (<Response [500]>)",
+                 "Network error (ConnectionError), entering retry loop.",
+                 "epoch 9: top-1 error rate 0.041", "tests: 12 passed, 0 failed",
+                 "INFO:absl:Failed to get flag value for EXPERIMENTAL_FLAG",
+                 "srun: error: spank: x11.so: Plugin file not found"):
+        assert tail_evidence(["step 10 loss 2.1", last], 2) == [], last
+    assert tail_evidence(["job failed: out of disk", "step 11 loss 2.0"], 2) == []
