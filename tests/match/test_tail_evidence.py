@@ -69,3 +69,10 @@ def test_warnings_progress_counts_and_tracker_lines_at_the_end_are_not_failures(
                  "srun: error: spank: x11.so: Plugin file not found"):
         assert tail_evidence(["step 10 loss 2.1", last], 2) == [], last
     assert tail_evidence(["job failed: out of disk", "step 11 loss 2.0"], 2) == []
+
+
+def test_a_warning_marked_by_its_level_letter_is_not_a_failure() -> None:
+    for last in ("2024-01-09 21:33:49.29 [W:onnxruntime:Default, onnxruntime_pybind_state.cc:747] Failed to create CUDAExecutionProvider.",
+                 "W0806 20:07:54.546301 148486 api.py:897] shard upload failed, will resend",
+                 "2023-06-06 21:40:11.700414: W tensorflow/core/kernels/data/cache.cc:81] failed to flush cache"):
+        assert tail_evidence(["step 10 loss 2.1", last], 2) == [], last

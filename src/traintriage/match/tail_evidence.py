@@ -12,7 +12,8 @@ the log stops:
 - a last line at error level (`ERROR`, `FATAL`, `CRITICAL`) or one that reports an error or
   a failure in words (`Unknown OpenCL Error (221)`, `sbatch: error: Batch job submission
   failed: ...`, `Shard 0 failed to start`), unless it is
-  a warning, an info or debug line, a retry, a progress bar (cloud loggers tag stderr, where
+  a warning, an info or debug line (also by its level letter: glog's `W0806 ...`, TF's
+  `: W tensorflow/...`, ONNX Runtime's `[W:onnxruntime:...]`), a retry, a progress bar (cloud loggers tag stderr, where
   tqdm writes, as ERROR), the tracker's own console line (`wandb: ERROR ...`: wandb retries,
   and its fatal errors raise), Slurm's note about an optional SPANK plugin, or a count or rate
   (`0 failed`, `error rate 0.04`). Measured on the tune halves of the blind rounds as each
@@ -48,6 +49,7 @@ LAST_ERROR_LINE = re.compile(r"(?:[\w.-]{1,64}\s{1,8}\|\s{1,8})?(?:\[?[\d/:.,TZ 
 FAILURE_WORD = re.compile(r"(?i)\b(?:error|fail(?:ed|ure|s)?)\b")
 NOT_A_FAILURE_REPORT = re.compile(
     r"(?i)warn|retry|retrying|\bINFO\b|\bDEBUG\b|\d%\||it/s\b|s/it\b|^\s*wandb:|\bspank:"
+    r"|(?-i:\[[WIV]:|^[WI]\d{4} \d|: [WI] \S)"
     r"|\b(?:no|without|0)\s+(?:errors?|failures)\b|\b(?:passed|succeeded|ok),?\s+0\s+failed\b"
     r"|\berror(?:\s*rate)?\s*[:=]?\s*\d|fail\w*\s*[:=]\s*0\b")
 
