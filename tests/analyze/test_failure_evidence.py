@@ -157,6 +157,11 @@ FAILED = {
         "(run with NCCL_DEBUG=WARN for details), NCCL version 2.21.5",
     ],
     "an error-level line ends the log": ["loading shards 3/4", "", "ERROR: could not read shard 4 of the checkpoint", ""],
+    "the openmp runtime's fatal error, followed by its hint": [
+        "OMP: Error #15: Initializing libomp.dylib, but found libiomp5.dylib already initialized.",
+        "OMP: Hint This means that multiple copies of the OpenMP runtime have been linked into the program.",
+    ],
+    "a last line that says the job failed": ["queued 4 nodes", "sbatch: error: Batch job submission failed: Invalid qos"],
 }
 
 HEALTHY = {
@@ -211,7 +216,13 @@ HEALTHY = {
         "thread '<unnamed>' panicked at src/metrics/push.rs:88:14: connection refused",
         "step 2 loss 2.20", "step 3 loss 2.11",
     ],
-    "a metric named Error": ["epoch 1 Error: 0.231", "epoch 2 Error: 0.198", "Finished training"],
+    "an openmp warning, then training": [
+        "OMP: Warning #96: Cannot form a team with 48 threads, using 8 instead.", "step 1 loss 2.31", "step 2 loss 2.20",
+    ],
+    "a warning with a failure in its words ends the log": [
+        "step 9 loss 1.02", "W1204 10:02:11.512000 88 api.py:412] metrics push failed, will resend with the next step",
+    ],
+        "a metric named Error": ["epoch 1 Error: 0.231", "epoch 2 Error: 0.198", "Finished training"],
     "a setup script missed an optional tool, then training ran": [
         "bash: nvidia-smi: command not found", "step 1 loss 2.31", "step 2 loss 2.20", "step 3 loss 2.11",
     ],
