@@ -44,11 +44,9 @@ NAMED_ERROR_CODE = re.compile(r"\s{0,16}[A-Z][A-Za-z]{0,30}(?: [A-Z][A-Za-z]{0,3
 # stamp and a bracketed logger name (`[TensorRT] ERROR: ...`).
 LAST_ERROR_LINE = re.compile(r"(?:[\w.-]{1,64}\s{1,8}\|\s{1,8})?(?:\[?[\d/:.,TZ -]{8,40}\]?\s{1,4})?"
                              r"(?:\[[A-Za-z][\w. -]{0,30}\]\s{1,4})?(?:ERROR|FATAL|CRITICAL)\b")
-
-
 FAILURE_WORD = re.compile(r"(?i)\b(?:error|fail(?:ed|ure|s)?)\b")
 NOT_A_FAILURE_REPORT = re.compile(
-    r"(?i)warn|retry|retrying|\bINFO\b|\bDEBUG\b|\d%\||it/s\b|s/it\b|^\s{0,8}wandb:|\bspank:"
+    r"(?i)warn|retry|\bINFO\b|\bDEBUG\b|\d%\||it/s\b|s/it\b|^\s{0,8}wandb:|\bspank:"
     r"|(?-i:\[[WIV]:|^[WI]\d{4} \d|: [WI] \S)"
     r"|\b(?:no|without|0)\s{1,4}(?:errors?|failures)\b|\b(?:passed|succeeded|ok),?\s{1,4}0\s{1,4}failed\b"
     r"|\berror(?:\s{0,4}rate)?\s{0,4}[:=]?\s{0,4}\d|fail\w{0,8}\s{0,4}[:=]\s{0,4}0\b")
