@@ -66,7 +66,8 @@ def test_warnings_progress_counts_and_tracker_lines_at_the_end_are_not_failures(
                  "Network error (ConnectionError), entering retry loop.",
                  "epoch 9: top-1 error rate 0.041", "tests: 12 passed, 0 failed",
                  "INFO:absl:Failed to get flag value for EXPERIMENTAL_FLAG",
-                 "srun: error: spank: x11.so: Plugin file not found"):
+                 "srun: error: spank: x11.so: Plugin file not found",
+                 "Call backward() before step(). Failure to do so will result in the first update being skipped."):
         assert tail_evidence(["step 10 loss 2.1", last], 2) == [], last
     assert tail_evidence(["job failed: out of disk", "step 11 loss 2.0"], 2) == []
 

@@ -32,6 +32,14 @@ def test_loss_and_step(line: str, step: int | None, loss: float) -> None:
     assert (math.isnan(loss) and math.isnan(point.loss)) or point.loss == pytest.approx(loss)
 
 
+def test_a_nan_loss_term_is_a_nan_loss_when_the_line_has_no_loss_of_its_own() -> None:
+    point = parse_metric_line("step:12 - actor/entropy:0.41 - actor/pg_loss:nan - actor/grad_norm:0.9", 0, 1)
+    assert point is not None and point.step == 12 and point.loss is not None and math.isnan(point.loss)
+    finite = parse_metric_line("step:12 - actor/pg_loss:0.03 - actor/vf_loss:nan - loss: 1.25", 0, 1)
+    assert finite is not None and finite.loss == pytest.approx(1.25)
+    assert parse_metric_line("epoch 0 - best_val_loss: inf", 0, 1) is None
+
+
 def test_megatron_step_time_in_ms_is_seconds() -> None:
     point = parse_metric_line(" iteration 5/ 10 | elapsed time per iteration (ms): 250.0 | lm loss: 2.0 |", 0, 1)
     assert point is not None and point.step_time == pytest.approx(0.25)

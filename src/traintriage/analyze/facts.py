@@ -303,7 +303,8 @@ def _phase(
     else:
         return None, None, last_step
     if phase == "step":
-        if last_step is None and not before and points:
+        at_failure = [p.step for p in points if first is not None and (p.source, p.line) == (first.hit.source, first.hit.line)]
+        if last_step is None and not before and points and not any(at_failure):
             return "first-step", "no training step was logged before the failure", None
         return "step", reason or "training steps were logged before the failure", last_step
     return phase, reason, last_step

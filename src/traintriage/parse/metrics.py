@@ -9,6 +9,7 @@ exactly by the scanner itself, not by sampling.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 
@@ -18,6 +19,10 @@ from traintriage.parse.prefix import parse_prefix
 # pattern's literal only without IGNORECASE, and these run on every sampled line of a big log.
 _NUMBER = r"[-+]?(?:\d+\.?\d*(?:e[-+]?\d+)?|\.\d+(?:e[-+]?\d+)?|nan|inf|infinity|-inf)"
 _LOSS = re.compile(r"(?<![\w/])(?:lm |train[_/])?loss['\"]?\s*(?:is\s+)?[:=]?\s*['\"]?(" + _NUMBER + r")(?![\w.])")
+_TERM_NAN = re.compile(r"loss['\"]?\s*[:=]\s*['\"]?[-+]?nan(?![\w.])")
+"""A NaN in any loss term (`actor/pg_loss:nan`, `kl_loss=nan`): the objective they sum to is
+NaN too. Read only when the line reports no loss of its own, and NaN only: `best_loss: inf`
+is a tracker's starting value, not a diverged run."""
 _GRAD = re.compile(r"grad[_ ]?norm['\"]?\s*[:=]?\s*['\"]?(" + _NUMBER + r")(?![\w.])")
 _LR = re.compile(r"(?:learning[_ ]rate|\blr)['\"]?\s*[:=]\s*['\"]?(" + _NUMBER + r")(?![\w.])")
 _STEP = re.compile(r"(?:\bglobal[_ ]step|\bstep|\biteration|\biter)\s*[:=]?\s*\[?\s*(\d+)")
@@ -71,8 +76,11 @@ def parse_metric_line(line: str, source: int, number: int, rank: int | None = No
     prefix = parse_prefix(line)
     lower = prefix.message.lower()
     loss_match = _LOSS.search(lower) if "loss" in lower else None
+    loss = _float(loss_match.group(1)) if loss_match else None
+    if loss is None and "nan" in lower and _TERM_NAN.search(lower):
+        loss = math.nan
     grad = _GRAD.search(lower) if "norm" in lower else None
-    if not loss_match and not grad:
+    if loss is None and not grad:
         return None
     step_match = _STEP.search(lower) if "iter" in lower or "step" in lower else None
     step_time: float | None = None
@@ -88,7 +96,7 @@ def parse_metric_line(line: str, source: int, number: int, rank: int | None = No
         # a per-process curve: torchrun's local rank still separates the processes of one console
         rank=next((r for r in (prefix.rank, rank, prefix.local_rank) if r is not None), None),
         step=int(step_match.group(1)) if step_match else None,
-        loss=_float(loss_match.group(1)) if loss_match else None,
+        loss=loss,
         grad_norm=_float(grad.group(1)) if grad else None,
         lr=_float(lr.group(1)) if lr else None,
         step_time=step_time,
