@@ -93,6 +93,7 @@ class Masker:
         with ``state_prefilters``. Other lines cannot change what is masked later, so they are
         skipped; each wanted line has the spans masked that ``mask_chunk`` would mask (only a
         placeholder's number, or its kind for a value first seen on a skipped line, may differ).
+        ``wanted`` may be a dict from each start to its line's end, when the caller knows them.
         """
         return self._selected_lines(chunk, wanted, state_lines, limit, changed_only=False)
 
@@ -121,7 +122,7 @@ class Masker:
                 found[start] = masked
 
         if chunk and selected:
-            hits = self._prefilter.scan_lines(chunk, selected, limit)
+            hits = self._prefilter.scan_lines(chunk, selected, limit, wanted if isinstance(wanted, dict) else None)
             self._walk(chunk, hits, selected, keep, limit, hit_lines_only=changed_only)
         return found
 
