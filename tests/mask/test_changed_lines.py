@@ -19,7 +19,7 @@ def _raw_line(chunk: bytes, start: int) -> bytes:
 @settings(max_examples=300, deadline=None)
 @given(st.lists(log_text, min_size=1, max_size=3), st.data())
 def test_changed_lines_are_the_lines_mask_lines_changes(chunks: list[bytes], data: st.DataObject) -> None:
-    every, changed = Masker(), Masker()
+    every, changed, given_ends = Masker(), Masker(), Masker()
     for chunk in (c + b"\n" for c in chunks):
         starts = _line_starts(chunk)
         wanted = data.draw(st.lists(st.sampled_from(starts), unique=True)) if starts else []
@@ -27,7 +27,11 @@ def test_changed_lines_are_the_lines_mask_lines_changes(chunks: list[bytes], dat
         expected = {start: text for start, text in every.mask_lines(chunk, wanted, state).items()
                     if text != _raw_line(chunk, start)}
         assert changed.changed_lines(chunk, wanted, state) == expected
+        # the scanner passes each wanted line's end along; stretches of lines are scanned whole
+        ends = {start: start + len(_raw_line(chunk, start)) for start in wanted}
+        assert given_ends.changed_lines(chunk, ends, state) == expected
     assert changed.placeholder_digests(b"k" * 32) == every.placeholder_digests(b"k" * 32)
+    assert given_ends.placeholder_digests(b"k" * 32) == every.placeholder_digests(b"k" * 32)
 
 
 def test_a_value_learned_on_a_hit_line_is_masked_on_a_later_line_nothing_hits() -> None:
