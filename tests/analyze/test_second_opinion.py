@@ -32,10 +32,10 @@ def test_a_clear_lead_names_the_root_and_the_lines_it_rests_on() -> None:
 @pytest.mark.parametrize("line", [
     'psycopg.OperationalError: connection to server at "db" (10.0.0.5), port 5432 failed: FATAL:  password '
     'authentication failed for user "app"',
-    "java.lang.OutOfMemoryError: Java heap space",
+    "botocore.exceptions.NoCredentialsError: Unable to locate credentials",
 ])
 def test_a_class_the_kb_lacks_stays_unknown_with_weak_candidates(line: str) -> None:
-    """Nothing in a training-failure KB explains these; shared words (`connection`, `memory`) must not
+    """Nothing in a training-failure KB explains these; shared words (`connection`, `credentials`) must not
     be enough to name a root cause."""
     opinion = second_opinion(_observations([line]), load_kb(), load_scanner())
     assert opinion.root is None

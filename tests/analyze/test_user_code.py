@@ -58,10 +58,12 @@ omegaconf.errors.ConfigAttributeError: Key 'warmup_steps' is not in struct
 
 LIBRARY_TYPE_FROM_LIBRARY = """Traceback (most recent call last):
   File "/home/alice/proj/train.py", line 130, in main
-    run = wandb.init(project="p")
-  File "/opt/conda/lib/python3.11/site-packages/wandb/sdk/wandb_init.py", line 1195, in init
-    raise e
-wandb.errors.errors.CommError: failed to upload run metadata
+    shards = s3.list_objects_v2(Bucket="datasets", Prefix="tok/")
+  File "/opt/conda/lib/python3.11/site-packages/botocore/client.py", line 569, in _api_call
+    return self._make_api_call(operation_name, kwargs)
+  File "/opt/conda/lib/python3.11/site-packages/botocore/auth.py", line 418, in add_auth
+    raise NoCredentialsError()
+botocore.exceptions.NoCredentialsError: Unable to locate credentials
 """
 
 

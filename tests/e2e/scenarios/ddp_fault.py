@@ -60,6 +60,11 @@ def main() -> None:
                  compute * 1000, wait * 1000)
         if not math.isfinite(value) and step >= args.fault_step + 2:
             break
+    # Drop DDP (its reducer holds gloo work) and line the ranks up before tearing the group
+    # down: without this, torch 2.13 sometimes aborts a rank at exit ("terminate called
+    # without an active exception", SIGABRT) after a healthy run.
+    del ddp, optimizer
+    dist.barrier()
     dist.destroy_process_group()
     log.info("training complete")
 
