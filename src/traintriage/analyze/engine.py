@@ -93,6 +93,17 @@ def _observation_at(observations: list[Observation], point: MetricPoint, names: 
                        message=point.text, order=-1)
 
 
+def _ranks_only_on_last_line(observations: list[Observation], scans: list[SourceScan],
+                             points: list[MetricPoint]) -> set[int]:
+    """Ranks seen only on a source's last line: a paste cut short may have cut that rank's own
+    timeout report in the middle, so it cannot count as the rank that stayed silent."""
+    last_line = {scan.source: scan.lines for scan in scans}
+    ranked = [o for o in observations if o.rank is not None]
+    on_last = {o.rank for o in ranked if o.hit.line >= last_line.get(o.hit.source, 0)}
+    elsewhere = {o.rank for o in ranked if o.hit.line < last_line.get(o.hit.source, 0)}
+    return on_last - elsewhere - {p.rank for p in points}
+
+
 def analyze(
     observations: list[Observation], scans: list[SourceScan], kb: KnowledgeBase, scanner: Scanner, names: list[str]
 ) -> Analysis:
@@ -110,7 +121,8 @@ def analyze(
     refine.apply(candidates, kb)
     timeouts = _internal(observations, scanner, Internal.collective_timeout)
     faulty = _internal(observations, scanner, Internal.faulty_rank)
-    hang = hang_finding(timeouts, faulty, scans, points, candidates, seen_ranks)
+    cut_short = _ranks_only_on_last_line(observations, scans, points)
+    hang = hang_finding(timeouts, faulty, scans, points, candidates, seen_ranks - cut_short)
     if hang is not None and _barrier_named(candidates) and not _internal(observations, scanner, Internal.stack_dump):
         # A monitored barrier named the rank that never arrived, which hung, lagged or died: only a
         # dump of its stack (faulthandler, py-spy) shows it stuck; without one the barrier's class is the finding.
@@ -150,7 +162,8 @@ def analyze(
     agent_lines = _internal(observations, scanner, Internal.agent_failure)
     seen_ranks |= report_ranks(_internal(observations, scanner, Internal.report_rank))
     seen_ranks |= {r.rank for r in reports if r.rank is not None}
-    suspects = suspects_for(root, signalled, reports, timeouts, faulty, agent_lines, seen_ranks, observations)
+    suspects = suspects_for(root, signalled, reports, timeouts, faulty, agent_lines, seen_ranks - cut_short,
+                            observations)
     if root is not None and root.entry_id == "training-hang" and hang is not None and hang.rank is not None:
         suspects.insert(0, SuspectRank(hang.rank, None, hang.detail))
     initiating = _initiating(root, suspects) if root is not None else _unexplained_initiator(suspects, salient)

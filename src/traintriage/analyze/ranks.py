@@ -153,7 +153,7 @@ def watchdog_laggard(watchdog: list[Observation], seen: set[int]) -> SuspectRank
         laggard = min(completed, key=lambda r: completed[r])
         return SuspectRank(laggard, None, f"last completed collective {completed[laggard]}, behind its peers")
     silent = sorted(seen - reporting)
-    if reporting and len(silent) == 1:
+    if len(reporting) >= 2 and len(silent) == 1:  # one report alone cannot single out who stayed silent
         return SuspectRank(silent[0], None, "the only rank that did not report the collective timeout")
     return None
 
