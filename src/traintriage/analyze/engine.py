@@ -98,10 +98,12 @@ def _ranks_only_on_last_line(observations: list[Observation], scans: list[Source
     """Ranks seen only on a source's last line: a paste cut short may have cut that rank's own
     timeout report in the middle, so it cannot count as the rank that stayed silent."""
     last_line = {scan.source: scan.lines for scan in scans}
-    ranked = [o for o in observations if o.rank is not None]
-    on_last = {o.rank for o in ranked if o.hit.line >= last_line.get(o.hit.source, 0)}
-    elsewhere = {o.rank for o in ranked if o.hit.line < last_line.get(o.hit.source, 0)}
-    return on_last - elsewhere - {p.rank for p in points}
+    on_last: set[int] = set()
+    elsewhere: set[int] = set()
+    for o in observations:
+        if o.rank is not None:
+            (on_last if o.hit.line >= last_line.get(o.hit.source, 0) else elsewhere).add(o.rank)
+    return on_last - elsewhere - {p.rank for p in points if p.rank is not None}
 
 
 def analyze(
