@@ -31,8 +31,15 @@ def test_the_one_rank_that_stays_silent_among_reporters_is_the_stuck_one(tmp_pat
     assert _diagnose(tmp_path, lines) == ("training-hang", 0)
 
 
-def test_a_single_report_does_not_single_out_a_silent_rank(tmp_path: Path) -> None:
-    lines = [_step(3), _timeout(6)]
+def test_a_lone_report_names_the_silent_peer_that_was_training(tmp_path: Path) -> None:
+    lines = [_step(0), _step(1), _timeout(0)]
+    assert _diagnose(tmp_path, lines) == ("training-hang", 1)
+
+
+def test_a_lone_report_does_not_single_out_a_rank_seen_on_a_stray_line(tmp_path: Path) -> None:
+    stray = ("[rank3]: NCCL INFO NET/Plugin: dlerror=libnccl-net.so: cannot open shared object file: "
+             "No such file or directory")
+    lines = [stray, _timeout(6)]
     root, rank = _diagnose(tmp_path, lines)
     assert root == "nccl-watchdog-timeout"
     assert rank != 3

@@ -165,7 +165,7 @@ def analyze(
     seen_ranks |= report_ranks(_internal(observations, scanner, Internal.report_rank))
     seen_ranks |= {r.rank for r in reports if r.rank is not None}
     suspects = suspects_for(root, signalled, reports, timeouts, faulty, agent_lines, seen_ranks - cut_short,
-                            observations)
+                            observations, {p.rank for p in points if p.rank is not None})
     if root is not None and root.entry_id == "training-hang" and hang is not None and hang.rank is not None:
         suspects.insert(0, SuspectRank(hang.rank, None, hang.detail))
     initiating = _initiating(root, suspects) if root is not None else _unexplained_initiator(suspects, salient)

@@ -63,7 +63,7 @@ def hang_finding(
         named = named_faulty_rank(faulty)
         if named is not None:
             return HangFinding(0.85, named.rank, f"rank {named.rank}: {named.reason}{step_note}", first)
-        laggard = watchdog_laggard(timeouts, seen)
+        laggard = watchdog_laggard(timeouts, seen, {p.rank for p in points if p.rank is not None})
         if laggard is not None:
             return HangFinding(0.85, laggard.rank, f"rank {laggard.rank}: {laggard.reason}{step_note}", first)
         return None  # every rank timed out alike: the collective timeout itself is the finding

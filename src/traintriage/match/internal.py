@@ -220,9 +220,12 @@ INTERNAL_PATTERNS: tuple[InternalPattern, ...] = (
         r"libibverbs: Warning: couldn't load driver|UserWarning: CUDA initialization: Found no NVIDIA driver)",
         256,
     ),
-    # TORCH_LOGS=graph_breaks prints a Dynamo traceback under this header while the run goes on.
+    # TORCH_LOGS=graph_breaks prints a Dynamo traceback under this header while the run goes on;
+    # so does Dynamo when it falls back to eager for a frame it failed to compile (suppress_errors:
+    # torch/_dynamo/exc.py format_error_msg, `WON'T CONVERT <name> <file> line <n>`).
     InternalPattern(Internal.graph_break,
-                    r"(?:\[__graph_breaks\]|\.__graph_breaks: |Graph break in user code at |Graph Break Reason: )", 256),
+                    r"(?:\[__graph_breaks\]|\.__graph_breaks: |Graph break in user code at |Graph Break Reason: |"
+                    r"WON'T CONVERT \S)", 256),
     InternalPattern(Internal.agent_failure, r"failed \(exitcode: -?\d+\) local_rank: \d+", 1024),
     # Keyed on `(local_rank: N)`: a fast pattern led by `rank` made Hyperscan check every
     # `[rankN]:` prefix of a console log (a fifth of the scan of the bench's console log).
