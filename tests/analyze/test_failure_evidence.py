@@ -205,6 +205,22 @@ HEALTHY = {
         "torch._dynamo.exc.Unsupported: Unsupported Tensor.item() call with capture_scalar_outputs=False",
         "epoch 0 step 10 loss 1.92",
     ],
+    "dynamo falls back to eager for a frame its backend failed to compile (suppress_errors)": [
+        "[2026-12-04 09:10:02,118] torch._dynamo.convert_frame: [WARNING] WON'T CONVERT <resume in forward> "
+        "/srv/train/model.py line 88 ",
+        "[2026-12-04 09:10:02,118] torch._dynamo.convert_frame: [WARNING] due to: ",
+        "[2026-12-04 09:10:02,118] torch._dynamo.convert_frame: [WARNING] Traceback (most recent call last):",
+        "[2026-12-04 09:10:02,118] torch._dynamo.convert_frame: [WARNING] torch._dynamo.exc.BackendCompilerFailed: "
+        "backend='inductor' raised:",
+        "[2026-12-04 09:10:02,118] torch._dynamo.convert_frame: [WARNING] RuntimeError: Cannot find a working triton "
+        "installation.",
+        "epoch 0 step 10 loss 1.92",
+    ],
+    "a warning whose category is named like an exception": [
+        "/srv/app/deploy.py:14: DeprecationError: 2025-06-01: `keep_warm` has been renamed to `min_containers`.",
+        "  @app.function(",
+        "Deploying the fine-tuning job.",
+    ],
     "a tensorflow input pipeline reaching the end of its data": [
         "Epoch 1/2",
         "2026-12-03 07:12:40.655: W tensorflow/core/framework/op_kernel.cc:1816] OP_REQUIRES failed at "

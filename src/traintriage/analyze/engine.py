@@ -124,7 +124,12 @@ def analyze(
     timeouts = _internal(observations, scanner, Internal.collective_timeout)
     faulty = _internal(observations, scanner, Internal.faulty_rank)
     cut_short = _ranks_only_on_last_line(observations, scans, points)
-    hang = hang_finding(timeouts, faulty, scans, points, candidates, seen_ranks - cut_short)
+    reports = _reports(observations, scanner)
+    reported = (report_ranks(_internal(observations, scanner, Internal.report_rank))
+                | {r.rank for r in reports if r.rank is not None})
+    # Ranks surely of this job's numbering: they logged training progress or torchrun lists them.
+    members = {p.rank for p in points if p.rank is not None} | reported
+    hang = hang_finding(timeouts, faulty, scans, points, candidates, seen_ranks - cut_short, members)
     if hang is not None and _barrier_named(candidates) and not _internal(observations, scanner, Internal.stack_dump):
         # A monitored barrier named the rank that never arrived, which hung, lagged or died: only a
         # dump of its stack (faulthandler, py-spy) shows it stuck; without one the barrier's class is the finding.
@@ -158,14 +163,12 @@ def analyze(
                           "raised from the script's own code (the deepest frame of its traceback)")
         ranked = [root] + [c for c in ranked if c.entry_id != USER_CODE]
 
-    reports = _reports(observations, scanner)
     signalled = [o for o in _internal(observations, scanner, Internal.fatal_signal)
                  if not _COLLATERAL_SIGNAL.search(o.hit.text)]
     agent_lines = _internal(observations, scanner, Internal.agent_failure)
-    seen_ranks |= report_ranks(_internal(observations, scanner, Internal.report_rank))
-    seen_ranks |= {r.rank for r in reports if r.rank is not None}
+    seen_ranks |= reported
     suspects = suspects_for(root, signalled, reports, timeouts, faulty, agent_lines, seen_ranks - cut_short,
-                            observations, {p.rank for p in points if p.rank is not None})
+                            observations, members)
     if root is not None and root.entry_id == "training-hang" and hang is not None and hang.rank is not None:
         suspects.insert(0, SuspectRank(hang.rank, None, hang.detail))
     initiating = _initiating(root, suspects) if root is not None else _unexplained_initiator(suspects, salient)

@@ -137,11 +137,12 @@ def report_ranks(report_lines: list[Observation]) -> set[int]:
     return ranks
 
 
-def watchdog_laggard(watchdog: list[Observation], seen: set[int], progressed: set[int] | frozenset[int] = frozenset()
+def watchdog_laggard(watchdog: list[Observation], seen: set[int], members: set[int] | frozenset[int] = frozenset()
                      ) -> SuspectRank | None:
     """The rank whose collectives stopped first, from watchdog sequence numbers, or the one seen
     rank that did not report the timeout. A lone report singles out a silent peer only when that
-    peer logged training progress: a rank seen on a stray line may belong to another numbering."""
+    peer is surely one of the job's ranks (it logged training progress, or torchrun's report lists
+    it): a rank seen on a stray line may belong to another numbering (a Slurm task label)."""
     completed: dict[int, int] = {}
     reporting: set[int] = set()
     for observation in watchdog:
@@ -156,7 +157,7 @@ def watchdog_laggard(watchdog: list[Observation], seen: set[int], progressed: se
         laggard = min(completed, key=lambda r: completed[r])
         return SuspectRank(laggard, None, f"last completed collective {completed[laggard]}, behind its peers")
     silent = sorted(seen - reporting)
-    if reporting and len(silent) == 1 and (len(reporting) >= 2 or silent[0] in progressed):
+    if reporting and len(silent) == 1 and (len(reporting) >= 2 or silent[0] in members):
         return SuspectRank(silent[0], None, "the only rank that did not report the collective timeout")
     return None
 
@@ -170,7 +171,7 @@ def suspects_for(
     agent_lines: list[Observation],
     seen: set[int],
     observations: list[Observation] | None = None,
-    progressed: set[int] | frozenset[int] = frozenset(),
+    members: set[int] | frozenset[int] = frozenset(),
 ) -> list[SuspectRank]:
     found: list[SuspectRank] = []
     named = named_faulty_rank(faulty)
@@ -201,7 +202,7 @@ def suspects_for(
     agent = agent_first_failure(agent_lines)
     if agent is not None:
         found.append(agent)
-    laggard = watchdog_laggard(watchdog, seen, progressed)
+    laggard = watchdog_laggard(watchdog, seen, members)
     if laggard is not None:
         found.append(laggard)
     unique: list[SuspectRank] = []

@@ -34,10 +34,18 @@ MAX_SALIENT = 8
 _NOT_FAILURES = re.compile(r"NCCL WARN (?:[Ff]ailed to (?:open|load|find)|[Cc]ould not (?:open|load|find)) |"
                            r"Unable to register cu\w{2,8} factory|when one has already been registered|"
                            r"\bEP Error \[ONNXRuntimeError\]")
+# The warnings module's `<file>.py:<line>: <Category>: <message>`, from the line's start.
+_WARNING_FORMAT = re.compile(r"\S{0,400}\.py:\d{1,6}: [A-Za-z_][\w.]{0,80}: ")
 _NONZERO_EXIT = re.compile(r"(?i)(?:exit_?code\s*[:=]\s*-?[1-9]|(?:code|status)[: ]+-?[1-9])")
 _EVIDENCE_KINDS = (Internal.traceback, Internal.exception, Internal.fatal_line, Internal.fatal_signal)
 _SALIENT_KINDS = (Internal.exception, Internal.fatal_line, Internal.fatal_signal, Internal.error_level,
                   Internal.exit_code)
+
+
+def _is_warning(text: str) -> bool:
+    """A warning whose category is named like an exception (Modal's DeprecationError) is no
+    exception report; a paste that lost its newlines may hold the traceback after it."""
+    return bool(_WARNING_FORMAT.match(text)) and "Traceback (most recent call last)" not in text
 
 
 def internal_lines(observations: list[Observation], scanner: Scanner, kind: Internal) -> list[Observation]:
@@ -74,8 +82,8 @@ def failure_evidence(
     exits = [o for o in internal_lines(observations, scanner, Internal.exit_code) if _NONZERO_EXIT.search(o.hit.text)]
     found = {o.order: o for kind in _EVIDENCE_KINDS for o in internal_lines(observations, scanner, kind)}
     found.update((o.order, o) for o in exits)
-    evidence = sorted((o for o in found.values() if o.order not in excused and not _NOT_FAILURES.search(o.hit.text)),
-                      key=position)
+    evidence = sorted((o for o in found.values() if o.order not in excused and not _NOT_FAILURES.search(o.hit.text)
+                       and not _is_warning(o.hit.text)), key=position)
     completed = internal_lines(observations, scanner, Internal.completion)
     if completed:
         first_done = min(completed, key=position)

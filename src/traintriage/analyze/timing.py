@@ -52,7 +52,9 @@ def hang_finding(
     points: list[MetricPoint],
     candidates: dict[str, Candidate],
     seen: set[int],
+    members: set[int] | frozenset[int] = frozenset(),
 ) -> HangFinding | None:
+    """`members`: ranks surely of this job (see ranks.watchdog_laggard)."""
     timeout_ids = {o.order for o in timeouts}
     if any(is_crash(c, timeout_ids) for c in candidates.values()):
         return None
@@ -63,7 +65,7 @@ def hang_finding(
         named = named_faulty_rank(faulty)
         if named is not None:
             return HangFinding(0.85, named.rank, f"rank {named.rank}: {named.reason}{step_note}", first)
-        laggard = watchdog_laggard(timeouts, seen, {p.rank for p in points if p.rank is not None})
+        laggard = watchdog_laggard(timeouts, seen, members)
         if laggard is not None:
             return HangFinding(0.85, laggard.rank, f"rank {laggard.rank}: {laggard.reason}{step_note}", first)
         return None  # every rank timed out alike: the collective timeout itself is the finding
