@@ -49,3 +49,12 @@ def test_report_behind_host_and_launcher_prefixes_gives_the_global_rank() -> Non
 def test_report_time_is_read_as_utc(stamp: str, expected: datetime | None) -> None:
     report = parse_root_cause(["[0]:", f"  time      : {stamp}", "  rank      : 3 (local_rank: 3)"])
     assert report is not None and report.time == expected
+
+
+def test_a_report_pasted_through_markdown_keeps_its_rank() -> None:
+    """Markdown drops `_` pairs and sometimes the breaks between fields; the rank survives."""
+    lines = ["[0]:", "2025-03-14 01:45:50", "rank5 (local rank: 1)exitcode: -9 (pid: 36071)error file: <N/A>",
+             "traceback : signal 9 (SIGKILL) received by PID 36071"]
+    report = parse_root_cause(lines)
+    assert report is not None
+    assert (report.rank, report.local_rank) == (5, 1)

@@ -23,6 +23,7 @@ from traintriage.parse.prefix import parse_prefix
 
 _FIELD = re.compile(r"^\s*(time|host|rank|exitcode|error_file|traceback)\s*:\s*(.*)$")
 _RANK = re.compile(r"(-?\d+)(?: \(local_rank: (\d+)\))?")
+_MANGLED_RANK = re.compile(r"\s*rank\s*:?\s*(\d+) \(local[_ ]rank: (\d+)\)")
 _EXIT = re.compile(r"(-?\d+)(?: \(pid: (\d+)\))?")
 _TIME = re.compile(r"(\d{4})-(\d\d)-(\d\d)_(\d\d):(\d\d):(\d\d)")
 """The report's `time : 2024-05-01_09:13:07` (torchrun's `%Y-%m-%d_%H:%M:%S`, UTC); read without
@@ -44,7 +45,7 @@ class FailureReport:
 def parse_root_cause(after: list[str]) -> FailureReport | None:
     fields: dict[str, str] = {}
     for text in after[:12]:
-        body = parse_prefix(text).message  # a host, line number or launcher tag may precede the field
+        body = _unmangled(parse_prefix(text).message)  # a host, line number or launcher tag may precede the field
         match = _FIELD.match(body)
         if match and match.group(1) not in fields:
             fields[match.group(1)] = match.group(2).strip()
@@ -66,6 +67,13 @@ def parse_root_cause(after: list[str]) -> FailureReport | None:
         traceback=fields.get("traceback"),
         has_error_file=bool(error_file) and error_file != "<N/A>",
     )
+
+
+def _unmangled(body: str) -> str:
+    """The rank field of a report pasted through a Markdown renderer, which drops `_` pairs and
+    sometimes the line break and colon between fields: `rank2 (local rank: 2)exitcode: -9`."""
+    match = _MANGLED_RANK.match(body)
+    return f"rank : {match.group(1)} (local_rank: {match.group(2)})" if match else body
 
 
 def _report_time(text: str) -> datetime | None:
