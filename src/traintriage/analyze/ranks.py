@@ -36,6 +36,7 @@ _AGENT_FAILURE = re.compile(r"failed \(exitcode: (-?\d+)\) local_rank: (\d+)")
 _REPORT_RANK = re.compile(r"rank\s*: (\d+) \(local_rank")
 _LAST_COMPLETED = re.compile(r"last completed (?:NCCL )?work: (-?\d+)")
 _SEQ = re.compile(r"SeqNum=(\d+)")
+_TRACEBACK = "Traceback (most recent call last)"
 
 
 @dataclass(frozen=True)
@@ -162,6 +163,20 @@ def watchdog_laggard(watchdog: list[Observation], seen: set[int], members: set[i
     return None
 
 
+def missing_reporter(watchdog: list[Observation], observations: list[Observation]) -> SuspectRank | None:
+    """Ranks count from 0: when every rank up to the highest reporting one reports the collective
+    timeout but one that the log never shows, that one never reached the collective. (A rank the
+    log shows without a report is watchdog_laggard's; one on a cut last line may have reported.)"""
+    reporting = {o.rank for o in watchdog if o.rank is not None}
+    if len(reporting) < 2:
+        return None
+    missing = set(range(max(reporting) + 1)) - {o.rank for o in observations}
+    if len(missing) != 1:
+        return None
+    return SuspectRank(missing.pop(), None, "the one rank up to the highest reporting one that did not report the "
+                                             "collective timeout")
+
+
 def suspects_for(
     root: Candidate | None,
     failed_by_signal: list[Observation],
@@ -193,6 +208,11 @@ def suspects_for(
     for report in reports:
         if report.rank is not None:
             found.append(SuspectRank(report.rank, report.host, f"torchrun's first observed failure (exitcode {report.exitcode})"))
+    if root is not None and not any(o.rank is not None for o in root.roots):
+        # The class's lines name no rank (NCCL's own WARN lines): a lone rank's traceback, after torchrun's report.
+        with_traceback = {o.rank for o in observations or [] if o.rank is not None and _TRACEBACK in o.hit.text}
+        if len(with_traceback) == 1:
+            found.append(SuspectRank(with_traceback.pop(), None, "the only rank with a traceback"))
     died = launcher_reported_death(observations or [])
     if died is not None:
         found.append(died)
@@ -202,7 +222,7 @@ def suspects_for(
     agent = agent_first_failure(agent_lines)
     if agent is not None:
         found.append(agent)
-    laggard = watchdog_laggard(watchdog, seen, members)
+    laggard = watchdog_laggard(watchdog, seen, members) or missing_reporter(watchdog, observations or [])
     if laggard is not None:
         found.append(laggard)
     unique: list[SuspectRank] = []
