@@ -39,3 +39,18 @@ def test_the_root_cause_entry_names_the_initiating_rank(
     diagnosis = diagnose([str(path)])
     assert diagnosis.root_cause is not None and diagnosis.root_cause.id == "cuda-illegal-memory-access"
     assert diagnosis.initiating_rank == root[0]
+
+
+def test_a_summary_pasted_in_reverse_still_names_its_only_rank(tmp_path: Path) -> None:
+    """Some pastes reverse a block's lines; a report that lists one rank names it wherever its fields sit."""
+    path = tmp_path / "torchrun.log"
+    path.write_text("\n".join(_UNTAGGED_CRASH + list(reversed(_summary((5, 1), [])))) + "\n")
+    assert diagnose([str(path)]).initiating_rank == 5
+
+
+def test_a_failures_list_without_its_root_cause_block_names_no_one(tmp_path: Path) -> None:
+    """The `Failures:` list names ranks that failed after the first; cut before `Root Cause`, it names no initiator."""
+    lines = _summary((0, 0), [(6, 2)])
+    path = tmp_path / "torchrun.log"
+    path.write_text("\n".join(_UNTAGGED_CRASH + lines[: lines.index("Root Cause (first observed failure):")]) + "\n")
+    assert diagnose([str(path)]).initiating_rank != 6

@@ -207,7 +207,8 @@ def suspects_for(
             found.append(SuspectRank(only, None, f"the only rank with {root.entry_id} lines"))
     for report in reports:
         if report.rank is not None:
-            found.append(SuspectRank(report.rank, report.host, f"torchrun's first observed failure (exitcode {report.exitcode})"))
+            code = f" (exitcode {report.exitcode})" if report.exitcode is not None else ""
+            found.append(SuspectRank(report.rank, report.host, f"torchrun's first observed failure{code}"))
     if root is not None and not any(o.rank is not None for o in root.roots):
         # The class's lines name no rank (NCCL's own WARN lines): a lone rank's traceback, after torchrun's report.
         with_traceback = {o.rank for o in observations or [] if o.rank is not None and _TRACEBACK in o.hit.text}
