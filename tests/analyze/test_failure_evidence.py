@@ -254,6 +254,9 @@ HEALTHY = {
         "node3:811:811 [0] NCCL INFO PROFILER/Plugin: Could not find: libnccl-profiler.so",
         "step 1 loss 2.31",
     ],
+    "a paste that kept only nccl's dlopen error for its optional plugin": [
+        "Could not load libnccl-tuner.so: libnccl-tuner.so: cannot open shared object file: No such file or directory",
+    ],
     "jax probes the backends it was not built for": [
         "INFO:jax._src.xla_bridge:Unable to initialize backend 'tpu': INTERNAL: Failed to open libtpu.so: libtpu.so: "
         "cannot open shared object file: No such file or directory",

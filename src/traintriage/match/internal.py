@@ -208,7 +208,8 @@ INTERNAL_PATTERNS: tuple[InternalPattern, ...] = (
         context=True,
     ),
     # Notices healthy runs print when an optional component is absent: NCCL's probes for its
-    # external plugins (network, tuner, profiler, ...: `<KIND>/Plugin: Could not find: ...`),
+    # external plugins (network, tuner, profiler, ...: `<KIND>/Plugin: Could not find: ...`, and
+    # the plugin library's own dlopen error when a paste keeps only that line),
     # JAX's logged probe of backends it was not built for (not the
     # RuntimeError of a backend asked for), libibverbs' probe of provider drivers, torch's CUDA
     # probe on a machine without a driver (a warning; using CUDA afterwards raises its own
@@ -217,6 +218,7 @@ INTERNAL_PATTERNS: tuple[InternalPattern, ...] = (
     InternalPattern(
         Internal.benign_notice,
         r"(?:NCCL INFO (?:NET|GIN|RMA|TUNER|PROFILER|ENV)/Plugin|xla_bridge(?:\.py)?:(?:\d{1,5}(?:\]|:) )?Unable to initialize backend '|"
+        r"libnccl-(?:net|tuner|profiler|env)\S{0,40}: cannot open shared object file|"
         r"libibverbs: Warning: couldn't load driver|UserWarning: CUDA initialization: Found no NVIDIA driver)",
         256,
     ),
