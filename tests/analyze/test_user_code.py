@@ -1,6 +1,7 @@
-"""The catch-all for script errors needs the user's own code in the traceback; an error
-raised entirely inside installed tools, or pasted without any traceback (whose code raised it
-cannot be told), is an unknown failure, shown with its lines."""
+"""The catch-all for script errors needs the user's own code in the traceback, with no installed
+package below it raising the error; an error raised entirely inside installed tools, by a library
+refusing what the script gave it, or pasted without any traceback (whose code raised it cannot be
+told), is an unknown failure, shown with its lines."""
 
 from __future__ import annotations
 
@@ -88,3 +89,38 @@ def test_a_library_exception_raised_inside_the_library_stays_unknown(tmp_path: P
     path.write_text(LIBRARY_TYPE_FROM_LIBRARY)
     diagnosis = diagnose([str(path)])
     assert diagnosis.status.value == "unknown-failure"
+
+
+BUILTIN_RAISED_BY_A_PACKAGE = """Traceback (most recent call last):
+  File "/home/alice/proj/finetune.py", line 57, in main
+    trainer.train()
+  File "/opt/conda/lib/python3.11/site-packages/transformers/trainer.py", line 3120, in compute_loss
+    raise ValueError(
+ValueError: The model did not return a loss from the inputs, only the following keys: logits.
+"""
+
+BUILTIN_RAISED_BY_THE_STANDARD_LIBRARY = """Traceback (most recent call last):
+  File "/home/alice/proj/finetune.py", line 88, in log_metrics
+    fh.write(json.dumps(metrics))
+  File "/usr/lib/python3.11/json/__init__.py", line 231, in dumps
+    return _default_encoder.encode(obj)
+  File "/usr/lib/python3.11/json/encoder.py", line 180, in default
+    raise TypeError(f'Object of type {o.__class__.__name__} '
+TypeError: Object of type Tensor is not JSON serializable
+"""
+
+
+def test_a_builtin_error_an_installed_package_raised_is_not_the_scripts(tmp_path: Path) -> None:
+    """A library refusing what it was given names the cause in its own message: an unknown failure."""
+    path = tmp_path / "train.log"
+    path.write_text(BUILTIN_RAISED_BY_A_PACKAGE)
+    assert diagnose([str(path)]).status.value == "unknown-failure"
+
+
+def test_a_builtin_error_the_standard_library_raised_on_the_scripts_value_is_the_scripts(tmp_path: Path) -> None:
+    path = tmp_path / "train.log"
+    path.write_text(BUILTIN_RAISED_BY_THE_STANDARD_LIBRARY)
+    diagnosis = diagnose([str(path)])
+    assert diagnosis.root_cause is not None and diagnosis.root_cause.id == "user-code-exception"
+    frame = diagnosis.root_cause.user_frame
+    assert frame is not None and frame.line == 88

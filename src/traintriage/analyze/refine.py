@@ -5,8 +5,9 @@ only the numbers tell a fragmented cache from a plain shortage: fragmentation ne
 cached memory that covers the request and is a large share of what the process holds
 or of the card ("reserved >> allocated"), on a card not mostly held by other processes.
 And the catch-all for plain script errors only applies when the traceback passes through
-the user's own code: an exception raised entirely inside installed tools (a launcher, a
-serving CLI) is an unknown failure. And a Slurm step cancelled right after one of its tasks
+the user's own code and no installed package below it raised the error: an exception raised
+entirely inside installed tools (a launcher, a serving CLI), or by a library refusing what the
+script gave it, is an unknown failure. And a Slurm step cancelled right after one of its tasks
 exited with an error was cancelled because of that task (srun's kill-on-bad-exit), not by
 an outside signal.
 """
@@ -19,8 +20,10 @@ from dataclasses import dataclass
 from traintriage.analyze.observations import traceback_before
 from traintriage.analyze.scoring import Candidate
 from traintriage.kb.loader import KnowledgeBase
+from traintriage.parse.traceback import Traceback
 
 USER_CODE = "user-code-exception"
+_INSTALLED = re.compile(r"[/\\](?:site|dist)-packages[/\\]")
 
 _UNITS = {"bytes": 1 / 1024**2, "B": 1 / 1024**2, "KiB": 1 / 1024, "MiB": 1.0, "GiB": 1024.0, "TiB": 1024.0**2}
 _SIZE = r"(\d+(?:\.\d+)?) ?(bytes|B|KiB|MiB|GiB|TiB)"
@@ -140,9 +143,19 @@ def _require_user_frame(candidates: dict[str, Candidate]) -> None:
         return
     for observation in script_error.roots:
         traceback = traceback_before(observation)
-        if traceback is not None and traceback.user_frame is not None:
+        if traceback is not None and traceback.user_frame is not None and not _raised_in_a_package(traceback):
             return
     del candidates[USER_CODE]
+
+
+def _raised_in_a_package(traceback: Traceback) -> bool:
+    """An installed package's frame below the user's deepest one raised it: a library refusing
+    the model, option or input it was given (transformers' `The model did not return a loss`),
+    whose cause the library's message names, not a bug in the script. The standard library
+    below the user's frame (json, pickle) does not count: there the script passed a bad value."""
+    frames = traceback.frames
+    last_user = max(i for i, frame in enumerate(frames) if frame.is_user_code)
+    return any(_INSTALLED.search(frame.file) for frame in frames[last_user + 1:])
 
 
 def _refine_oom(candidates: dict[str, Candidate], kb: KnowledgeBase) -> None:
