@@ -38,3 +38,12 @@ def test_chained_traceback_reports_the_direct_cause() -> None:
 
 def test_no_traceback_header_means_no_traceback() -> None:
     assert parse_traceback(["step 10 loss 2.3"], "ValueError: x") is None
+
+
+def test_each_frame_keeps_the_source_line_printed_under_it() -> None:
+    traceback = parse_traceback(CHAINED, "RuntimeError: could not load sample 17")
+    assert traceback is not None
+    assert [f.code for f in traceback.frames] == ["main()", "batch = load(path)", "data = self._next_data()"]
+    bare = parse_traceback(['Traceback (most recent call last):', '  File "<stdin>", line 1, in <module>',
+                            '  File "/srv/x.py", line 3, in f'], "ValueError: x")
+    assert bare is not None and [f.code for f in bare.frames] == ["", ""]

@@ -149,13 +149,14 @@ def _require_user_frame(candidates: dict[str, Candidate]) -> None:
 
 
 def _raised_in_a_package(traceback: Traceback) -> bool:
-    """An installed package's frame below the user's deepest one raised it: a library refusing
-    the model, option or input it was given (transformers' `The model did not return a loss`),
-    whose cause the library's message names, not a bug in the script. The standard library
-    below the user's frame (json, pickle) does not count: there the script passed a bad value."""
-    frames = traceback.frames
-    last_user = max(i for i, frame in enumerate(frames) if frame.is_user_code)
-    return any(_INSTALLED.search(frame.file) for frame in frames[last_user + 1:])
+    """An installed package raised it with its own `raise` statement, below the user's deepest
+    frame: a library refusing the model, option or input it was given (transformers' `The model
+    did not return a loss`), whose message names the cause - not a bug in the script. The
+    standard library (json, pickle) does not count, nor a package frame that only passed the
+    call on (`return forward_call(*args, **kwargs)`) or failed on a line of its own."""
+    deepest = traceback.frames[-1]
+    return (not deepest.is_user_code and bool(_INSTALLED.search(deepest.file))
+            and deepest.code.startswith("raise "))
 
 
 def _refine_oom(candidates: dict[str, Candidate], kb: KnowledgeBase) -> None:

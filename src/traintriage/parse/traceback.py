@@ -20,6 +20,8 @@ class Frame:
     file: str
     line: int
     function: str
+    code: str = ""
+    """The source line Python printed under the frame (empty when the paste has none)."""
 
     @property
     def is_user_code(self) -> bool:
@@ -48,10 +50,13 @@ def parse_traceback(lines: list[str], exception_line: str) -> Traceback | None:
     if start is None:
         return None
     frames = []
-    for text in lines[start + 1 :]:
+    body = lines[start + 1 :]
+    for index, text in enumerate(body):
         match = _FRAME.match(text)
         if match:
-            frames.append(Frame(file=match.group(1), line=int(match.group(2)), function=match.group(3)))
+            following = body[index + 1].strip() if index + 1 < len(body) else ""
+            code = "" if _FRAME.match(following) else following
+            frames.append(Frame(file=match.group(1), line=int(match.group(2)), function=match.group(3), code=code))
     chained_from = None
     for index in range(start - 1, max(start - 4, -1), -1):
         if any(marker in lines[index] for marker in _CHAIN):
