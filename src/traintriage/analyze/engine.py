@@ -124,9 +124,9 @@ def analyze(
     timeouts = _internal(observations, scanner, Internal.collective_timeout)
     faulty = _internal(observations, scanner, Internal.faulty_rank)
     cut_short = _ranks_only_on_last_line(observations, scans, points)
-    reports = _reports(observations, scanner)
-    reported = (report_ranks(_internal(observations, scanner, Internal.report_rank))
-                | {r.rank for r in reports if r.rank is not None})
+    listed = report_ranks(_internal(observations, scanner, Internal.report_rank))
+    reports = _reports(observations, scanner, listed)
+    reported = listed | {r.rank for r in reports if r.rank is not None}
     # Ranks surely of this job's numbering: they logged training progress or torchrun lists them.
     members = {p.rank for p in points if p.rank is not None} | reported
     hang = hang_finding(timeouts, faulty, scans, points, candidates, seen_ranks - cut_short, members)
@@ -315,17 +315,17 @@ def _explained_by(root: Candidate, kb: KnowledgeBase) -> set[str]:
     return set(entry.explains) if entry else set()
 
 
-def _reports(observations: list[Observation], scanner: Scanner) -> list[FailureReport]:
+def _reports(observations: list[Observation], scanner: Scanner, listed: set[int]) -> list[FailureReport]:
+    """torchrun's Root Cause reports, earliest first; `listed`: every rank its report lines name."""
     reports = []
     headers = _internal(observations, scanner, Internal.root_cause_report)
     for observation in headers:
         report = parse_root_cause(observation.hit.after)
         if report is not None:
             reports.append(report)
-    listed = report_ranks(_internal(observations, scanner, Internal.report_rank))
     if headers and len(listed) == 1 and not any(r.rank is not None for r in reports):
         # A report whose fields are not where the parser looks (a paste in reverse order) that lists one rank
-        reports.append(FailureReport(rank=listed.pop(), local_rank=None, host=None, exitcode=None, time=None,
+        reports.append(FailureReport(rank=next(iter(listed)), local_rank=None, host=None, exitcode=None, time=None,
                                      error_file=None, traceback=None, has_error_file=False))
     # Several nodes' agents each report their own first failure: the earliest comes first.
     return sorted(reports, key=lambda r: (r.time is None, r.time or datetime.min.replace(tzinfo=timezone.utc)))

@@ -18,6 +18,7 @@ from traintriage.analyze.scoring import Candidate
 from traintriage.match.internal import HOROVOD_TENSOR
 from traintriage.parse.prefix import failed_process_rank
 from traintriage.parse.torchrun import FailureReport
+from traintriage.parse.traceback import TRACEBACK_HEADER
 
 # Applied to a hit's text (at most MAX_TEXT bytes). Each rank is digits then a separator
 # that is not optional, so a run of digits splits into ranks one way only (no backtracking).
@@ -36,7 +37,6 @@ _AGENT_FAILURE = re.compile(r"failed \(exitcode: (-?\d+)\) local_rank: (\d+)")
 _REPORT_RANK = re.compile(r"rank\s*: (\d+) \(local_rank")
 _LAST_COMPLETED = re.compile(r"last completed (?:NCCL )?work: (-?\d+)")
 _SEQ = re.compile(r"SeqNum=(\d+)")
-_TRACEBACK = "Traceback (most recent call last)"
 
 
 @dataclass(frozen=True)
@@ -170,10 +170,12 @@ def missing_reporter(watchdog: list[Observation], observations: list[Observation
     reporting = {o.rank for o in watchdog if o.rank is not None}
     if len(reporting) < 2:
         return None
-    missing = set(range(max(reporting) + 1)) - {o.rank for o in observations}
-    if len(missing) != 1:
+    top = max(reporting)
+    shown = {o.rank for o in observations if o.rank is not None and 0 <= o.rank <= top}
+    if top + 1 - len(shown) != 1:  # counted, not listed: a rank number may be in the millions
         return None
-    return SuspectRank(missing.pop(), None, "the one rank up to the highest reporting one that did not report the "
+    missing = next(rank for rank in range(top + 1) if rank not in shown)
+    return SuspectRank(missing, None, "the one rank up to the highest reporting one that did not report the "
                                              "collective timeout")
 
 
@@ -211,7 +213,7 @@ def suspects_for(
             found.append(SuspectRank(report.rank, report.host, f"torchrun's first observed failure{code}"))
     if root is not None and not any(o.rank is not None for o in root.roots):
         # The class's lines name no rank (NCCL's own WARN lines): a lone rank's traceback, after torchrun's report.
-        with_traceback = {o.rank for o in observations or [] if o.rank is not None and _TRACEBACK in o.hit.text}
+        with_traceback = {o.rank for o in observations or [] if o.rank is not None and TRACEBACK_HEADER in o.hit.text}
         if len(with_traceback) == 1:
             found.append(SuspectRank(with_traceback.pop(), None, "the only rank with a traceback"))
     died = launcher_reported_death(observations or [])

@@ -20,6 +20,7 @@ from traintriage.analyze.observations import Observation
 from traintriage.match.compiler import Scanner
 from traintriage.match.internal import Internal
 from traintriage.parse.metrics import MetricPoint
+from traintriage.parse.traceback import TRACEBACK_HEADER
 
 IGNORED_SPAN = 30
 """Lines after `Exception ignored in:` or a graph-break header that belong to its report."""
@@ -45,7 +46,7 @@ _SALIENT_KINDS = (Internal.exception, Internal.fatal_line, Internal.fatal_signal
 def _is_warning(text: str) -> bool:
     """A warning whose category is named like an exception (Modal's DeprecationError) is no
     exception report; a paste that lost its newlines may hold the traceback after it."""
-    return bool(_WARNING_FORMAT.match(text)) and "Traceback (most recent call last)" not in text
+    return bool(_WARNING_FORMAT.match(text)) and TRACEBACK_HEADER not in text
 
 
 def internal_lines(observations: list[Observation], scanner: Scanner, kind: Internal) -> list[Observation]:

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 _FRAME = re.compile(r'^\s*File "([^"]+)", line (\d+), in (\S+)')
 _LIBRARY_PATH = re.compile(r"(?:site-packages|dist-packages|/lib/python\d[\d.]*/|^<frozen |/torch/|/conda/lib/|/bin/[\w.-]+$)")
+TRACEBACK_HEADER = "Traceback (most recent call last)"
 _CHAIN = ("The above exception was the direct cause", "During handling of the above exception")
 
 
@@ -44,7 +45,7 @@ def parse_traceback(lines: list[str], exception_line: str) -> Traceback | None:
     """The traceback that ends at `exception_line`, from the lines printed before it."""
     start = None
     for index in range(len(lines) - 1, -1, -1):
-        if "Traceback (most recent call last)" in lines[index]:
+        if TRACEBACK_HEADER in lines[index]:
             start = index
             break
     if start is None:

@@ -16,7 +16,7 @@ from traintriage.kb.loader import KnowledgeBase
 from traintriage.kb.schema import Entry, Role
 from traintriage.match.compiler import PatternKind, load_scanner
 from traintriage.match.scan import SourceScan
-from traintriage.parse.traceback import Frame, Traceback, parse_traceback
+from traintriage.parse.traceback import TRACEBACK_HEADER, Frame, Traceback, parse_traceback
 from traintriage.report import consistency
 from traintriage.report.fixes import choose_fix
 from traintriage.report.model import (
@@ -172,7 +172,7 @@ def _culprit_traceback(analysis: Analysis, rank: int | None) -> Traceback | None
     for observation in nearby:
         if rank is not None and observation.rank is not None and observation.rank != rank:
             continue
-        if not any("Traceback (most recent call last)" in line for line in observation.hit.before):
+        if not any(TRACEBACK_HEADER in line for line in observation.hit.before):
             continue
         # An untagged line (torchrun's agent) keeps its context to the culprit's lines, so a
         # waiting rank's traceback printed just before it is not taken for the culprit's.
