@@ -23,7 +23,7 @@ def logs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         "hang": run_torchrun(root / "hang.log", 3, "--mode", "hang", "--fault-rank", "1", "--fault-step", "4"),
         "slow": run_torchrun(root / "slow.log", 3, "--mode", "slow", "--fault-rank", "2", "--steps", "30"),
         "nan": run_torchrun(root / "nan.log", 3, "--mode", "nan", "--fault-rank", "0", "--fault-step", "5"),
-        "ok": run_torchrun(root / "ok.log", 2, "--mode", "ok"),
+        "ok": run_torchrun(root / "ok.log", 2, "--mode", "ok", healthy=True),
     }
 
 
