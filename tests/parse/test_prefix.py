@@ -16,6 +16,7 @@ from traintriage.parse.prefix import failed_process_rank, parse_prefix
         ("[default12]:[rank12]: RuntimeError: boom", 12, "RuntimeError"),
         ("3: RuntimeError: CUDA error: an illegal memory access was encountered", 3, "RuntimeError"),
         ("[1,3]<stderr>:RuntimeError: x", 3, "RuntimeError"),
+        ("[1,mpirank:5,algo-2]<stderr>:RuntimeError: x", 5, "RuntimeError"),
         ("[PG ID 0 PG GUID 0(default_pg) Rank 6] Watchdog caught collective operation timeout", 6, "Watchdog"),
     ],
 )

@@ -153,10 +153,12 @@ def _raised_in_a_package(traceback: Traceback) -> bool:
     frame: a library refusing the model, option or input it was given (transformers' `The model
     did not return a loss`), whose message names the cause - not a bug in the script. The
     standard library (json, pickle) does not count, nor a package frame that only passed the
-    call on (`return forward_call(*args, **kwargs)`) or failed on a line of its own."""
+    call on (`return forward_call(*args, **kwargs)`) or failed on a line of its own. A Cython
+    frame (`h5py/h5f.pyx`) is a compiled extension's own code: whatever it raised, it raised."""
     deepest = traceback.frames[-1]
-    return (not deepest.is_user_code and bool(_INSTALLED.search(deepest.file))
-            and deepest.code.startswith("raise "))
+    if deepest.file.endswith(".pyx"):
+        return True
+    return not deepest.is_user_code and bool(_INSTALLED.search(deepest.file)) and deepest.code.startswith("raise ")
 
 
 def _refine_oom(candidates: dict[str, Candidate], kb: KnowledgeBase) -> None:

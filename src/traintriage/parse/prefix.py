@@ -63,8 +63,11 @@ _TEMPLATE_RANK = re.compile(r"\[(\d{1,6})\]:(?=\s?\S)\s?")
 # [rank3]: (PyTorch), [RANK 1] (loggers), [rank: 1] (Lightning's rank_prefixed_message)
 _RANK_TAG = re.compile(r"\[(?i:rank)(?:[ _-]|: )?(\d{1,6})\]:?\s?")
 # Open MPI: ORTE (4.x) `[1,3]<stderr>:`; PMIx/PRRTE (5.x) `[jobid,rank]<stream>: `, with
-# --output tag-fullname the whole namespace, with tag-detailed `[jobid,rank][host:pid]<stream>: `.
-_MPI_TAG = re.compile(r"\[[\w.@-]{1,80},(\d{1,6})\](?:\[([\w.-]{1,64}):\d{1,9}\])?" + _STREAM + r"\s?")
+# --output tag-fullname the whole namespace, with tag-detailed `[jobid,rank][host:pid]<stream>: `;
+# SageMaker's MPI runs `[1,mpirank:7,algo-1]<stderr>:` (rank, then the host).
+_MPI_TAG = re.compile(
+    r"\[[\w.@-]{1,80},(?:mpirank:)?(\d{1,6})(?:,[\w.-]{1,64})?\](?:\[([\w.-]{1,64}):\d{1,9}\])?" + _STREAM + r"\s?"
+)
 _MPI_RANK_ONLY = re.compile(r"\[(\d{1,6})\]" + _STREAM + r"\s?")  # --output rank; horovodrun
 _SRUN_LABEL = re.compile(r"(?:P\d{1,4} {1,8})?(\d{1,6}): (?=\S)")  # srun --label: `%*d: `, het jobs `P%u %*d: `
 _PG_TAG = re.compile(r"\[PG [^\]]{0,80}Rank (\d{1,6})\]\s?")  # ProcessGroupNCCL messages
