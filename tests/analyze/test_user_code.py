@@ -124,3 +124,26 @@ def test_a_builtin_error_the_standard_library_raised_on_the_scripts_value_is_the
     assert diagnosis.root_cause is not None and diagnosis.root_cause.id == "user-code-exception"
     frame = diagnosis.root_cause.user_frame
     assert frame is not None and frame.line == 88
+
+
+RAISED_IN_A_COMPILED_EXTENSION = """Traceback (most recent call last):
+  File "eval_grid.py", line 64, in evaluate
+    store = h5py.File(out_path, "r+")  # another rank holds it open
+  File "/usr/local/lib/python3.10/site-packages/h5py/_hl/files.py", line 562, in __init__
+    fid = make_fid(name, mode, userblock_size, fapl, fcpl, swmr=swmr)
+  File "/usr/local/lib/python3.10/site-packages/h5py/_hl/files.py", line 241, in make_fid
+    fid = h5f.open(name, h5f.ACC_RDWR, fapl=fapl)
+  File "h5py/_objects.pyx", line 54, in h5py._objects.with_phil.wrapper
+  File "h5py/h5f.pyx", line 102, in h5py.h5f.open
+OSError: Unable to open file (unable to lock file, errno = 11, error message = 'Resource temporarily unavailable')
+"""
+
+
+def test_an_error_raised_in_a_compiled_extension_is_not_the_scripts(tmp_path: Path) -> None:
+    """Cython frames (`h5py/h5f.pyx`) are printed with a relative path like a script's, but they are
+    the extension's own code: what it raised is an unknown failure, not a bug in the script."""
+    path = tmp_path / "eval.log"
+    path.write_text(RAISED_IN_A_COMPILED_EXTENSION)
+    diagnosis = diagnose([str(path)])
+    assert diagnosis.status.value == "unknown-failure"
+    assert any("Unable to open file" in e.text for e in diagnosis.unknown)
