@@ -31,6 +31,7 @@ from sections import write_section  # noqa: E402
 from workloads import (  # noqa: E402
     FAILING_RANK,
     write_console_log,
+    write_error_dense_log,
     write_fleet_dir,
     write_metric_console_log,
     write_rank_dir,
@@ -90,6 +91,7 @@ def prepare() -> dict[str, Path]:
         "big": WORK / f"console-64rank-{size >> 20}MB.log",
         "half": WORK / f"console-64rank-{size >> 21}MB.log",
         "metric": WORK / f"metric-dense-64rank-{size >> 20}MB.log",
+        "errors": WORK / "error-dense-64rank-256MB.log",
         "dir": WORK / "ranks-1024x2MB",
         "fleet": WORK / "fleet-20000x20KB",
         "small": WORK / "crash-100KB.log",
@@ -107,6 +109,9 @@ def prepare() -> dict[str, Path]:
     if not files["metric"].exists():
         print(f"generating {files['metric'].name} ...", flush=True)
         write_metric_console_log(files["metric"], size)
+    if not files["errors"].exists():
+        print(f"generating {files['errors'].name} ...", flush=True)
+        write_error_dense_log(files["errors"], 256 << 20)
     if not files["fleet"].exists():
         print("generating 20,000 small job logs ...", flush=True)
         write_fleet_dir(files["fleet"])
@@ -152,7 +157,7 @@ def main() -> None:
     subprocess.run([TOOL, "kb", "list"], capture_output=True, check=False)  # warm the KB cache
     rows = []
     details = {}
-    for key in ("big", "half", "metric", "dir", "fleet", "small", "huge"):
+    for key in ("big", "half", "metric", "errors", "dir", "fleet", "small", "huge"):
         path = files.get(key)
         if path is None:
             continue

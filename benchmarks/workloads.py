@@ -3,6 +3,8 @@
 - a 64-rank torchrun `--tee` console log: NCCL INFO chatter, warnings, tqdm bars with
   `\\r`, step lines, and near the end a CUDA OOM on one rank with NCCL watchdog
   timeouts on every other rank and torchrun's ChildFailedError report;
+- the same console dense with errors the run survived (a skipped sample's traceback on every
+  rank every other step);
 - a directory of per-rank files (`rank<N>.log`), the failure in one of them;
 - a small single-process crash log.
 """
@@ -93,6 +95,43 @@ def write_console_log(path: Path, size: int, ranks: int = RANKS, failing: int = 
         template = [_step_block(s, ranks, rng) for s in range(64)]
         while written < size * 0.999:
             block = template[step % 64]
+            out.write(block)
+            written += len(block)
+            step += 1
+        out.write(_failure(ranks, failing))
+    return path
+
+
+def _skipped_sample_block(step: int, ranks: int) -> str:
+    """Every rank logs a sample it could not decode, with the traceback `logger.exception` prints,
+    and trains on: an error-dense console whose errors the run survived."""
+    lines = []
+    for rank in range(ranks):
+        p = f"[default{rank}]:[rank{rank}]: "
+        offset = (step * 7919 + rank * 104729) % 10_000_000
+        lines += [
+            f"{p}2024-05-01 09:{(step // 60) % 60:02d}:{step % 60:02d},{rank:03d} ERROR dataset.py:142 could not decode "
+            f"sample {offset}, skipping",
+            f"{p}Traceback (most recent call last):",
+            f'{p}  File "/workspace/data/dataset.py", line 139, in __getitem__',
+            f"{p}    return self._decode(self.index[i])",
+            f'{p}  File "/workspace/data/dataset.py", line 121, in _decode',
+            f'{p}    raise ValueError(f"bad record header at offset {{off}}")',
+            f"{p}ValueError: bad record header at offset {offset}",
+        ]
+    return "\n".join(lines) + "\n"
+
+
+def write_error_dense_log(path: Path, size: int, ranks: int = RANKS, failing: int = FAILING_RANK) -> Path:
+    """A console log in which every rank logs a skipped sample's traceback every other step (about
+    half of all lines are error lines), then the same OOM near the end."""
+    rng = random.Random(11)
+    with path.open("w", encoding="utf-8") as out:
+        out.write("\n".join(_init_block(ranks)) + "\n")
+        written = out.tell()
+        step = 0
+        while written < size * 0.999:
+            block = _step_block(step, ranks, rng) + (_skipped_sample_block(step, ranks) if step % 2 else "")
             out.write(block)
             written += len(block)
             step += 1

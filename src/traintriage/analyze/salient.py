@@ -15,6 +15,9 @@ reads the log again.
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
+from collections import defaultdict
+from collections.abc import Callable
 
 from traintriage.analyze.observations import Observation
 from traintriage.match.compiler import Scanner
@@ -58,10 +61,23 @@ def position(observation: Observation) -> tuple[int, int]:
     return (observation.hit.source, observation.hit.line)
 
 
-def follows(observation: Observation, anchors: list[Observation], within: int) -> bool:
-    """Whether the observation comes at most `within` lines after (or on) one of the anchors."""
-    return any(a.hit.source == observation.hit.source and 0 <= observation.hit.line - a.hit.line <= within
-               for a in anchors)
+def after_an_anchor(anchors: list[Observation], within: int) -> Callable[[Observation], bool]:
+    """Whether an observation comes at most `within` lines after (or on) one of the anchors: a
+    binary search in each source's sorted anchor lines, since a log can hold a million of both."""
+    lines: dict[int, list[int]] = defaultdict(list)
+    for anchor in anchors:
+        lines[anchor.hit.source].append(anchor.hit.line)
+    for source_lines in lines.values():
+        source_lines.sort()
+
+    def follows(observation: Observation) -> bool:
+        source_lines = lines.get(observation.hit.source)
+        if not source_lines:
+            return False
+        before = bisect_right(source_lines, observation.hit.line)
+        return before > 0 and observation.hit.line - source_lines[before - 1] <= within
+
+    return follows
 
 
 def excused_orders(observations: list[Observation], scanner: Scanner) -> set[int]:
@@ -72,7 +88,8 @@ def excused_orders(observations: list[Observation], scanner: Scanner) -> set[int
     anchors = (internal_lines(observations, scanner, Internal.exception_ignored)
                + internal_lines(observations, scanner, Internal.graph_break))
     if anchors:
-        excused |= {o.order for o in observations if follows(o, anchors, IGNORED_SPAN)}
+        follows = after_an_anchor(anchors, IGNORED_SPAN)
+        excused |= {o.order for o in observations if follows(o)}
     return excused
 
 

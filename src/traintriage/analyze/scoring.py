@@ -9,6 +9,7 @@ then outrank their generic entry.
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from collections import defaultdict
 from dataclasses import dataclass, field
 
@@ -48,12 +49,25 @@ class Candidate:
         return first.sort_key if first else (float("inf"), 1 << 30, 1 << 30)
 
 
-def _excluder(observation: Observation, entry_id: str, excludes: dict[str, list[Observation]]) -> Observation | None:
-    """The exclude line near the observation that excuses it, if any."""
-    for other in excludes.get(entry_id, ()):
-        if other.hit.source == observation.hit.source and abs(other.hit.line - observation.hit.line) <= EXCLUDE_WINDOW:
-            return other
-    return None
+class _ExcludeLines:
+    """One entry's exclude lines per source, sorted by line: finding those near a hit is a binary
+    search, since an error-dense log can hold a hundred thousand of each."""
+
+    def __init__(self, lines: list[Observation]) -> None:
+        by_source: dict[int, list[tuple[int, int]]] = defaultdict(list)
+        for index, observation in enumerate(lines):
+            by_source[observation.hit.source].append((observation.hit.line, index))
+        self._lines = lines
+        self._sorted = {source: sorted(rows) for source, rows in by_source.items()}
+
+    def near(self, observation: Observation) -> Observation | None:
+        """The first exclude line (in log order) within EXCLUDE_WINDOW lines of the observation."""
+        rows = self._sorted.get(observation.hit.source)
+        if not rows:
+            return None
+        line = observation.hit.line
+        window = rows[bisect_left(rows, (line - EXCLUDE_WINDOW, -1)):bisect_right(rows, (line + EXCLUDE_WINDOW, len(self._lines)))]
+        return self._lines[min(index for _, index in window)] if window else None
 
 
 def score_entries(
@@ -82,7 +96,8 @@ def score_entries(
             claimed[observation.order].add(entry_id)
     candidates: dict[str, Candidate] = {}
     for entry_id, hits in roots.items():
-        excluders = {o.order: _excluder(o, entry_id, excludes) for o, _ in hits}
+        nearby = _ExcludeLines(excludes.get(entry_id, []))
+        excluders = {o.order: nearby.near(o) for o, _ in hits}
         kept = [(o, p) for o, p in hits if excluders[o.order] is None]
         excused = not kept
         if excused and any(claimed[x.order] - {entry_id} for order, x in excluders.items() if x and x.order != order):
