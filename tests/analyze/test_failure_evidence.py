@@ -262,6 +262,11 @@ HEALTHY = {
         "cannot open shared object file: No such file or directory",
         "INFO:root:Restoring checkpoint from /ckpt/params",
     ],
+    "jax's backend probe through a logger that prints the source location last": [
+        "14:02:11.508 [I] Unable to initialize backend 'tpu': INTERNAL: Failed to open libtpu.so: libtpu.so: "
+        "cannot open shared object file: No such file or directory (48113:xla_bridge.py:906)",
+        "14:02:15.120 [I] step 0: loss 4.812 (48113:train.py:233)",
+    ],
     "libibverbs probes a provider that is not installed": [
         "libibverbs: Warning: couldn't load driver 'libmlx4-rdmav34.so': libmlx4-rdmav34.so: cannot open shared "
         "object file: No such file or directory",

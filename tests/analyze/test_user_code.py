@@ -147,3 +147,24 @@ def test_an_error_raised_in_a_compiled_extension_is_not_the_scripts(tmp_path: Pa
     diagnosis = diagnose([str(path)])
     assert diagnosis.status.value == "unknown-failure"
     assert any("Unable to open file" in e.text for e in diagnosis.unknown)
+
+
+RAISED_INSIDE_JAX = """Traceback (most recent call last):
+  File "/home/alice/proj/train_jax.py", line 144, in <module>
+    main()
+  File "/home/alice/proj/train_jax.py", line 121, in main
+    state, loss = train_step(state, batch)
+jaxlib.xla_extension.XlaRuntimeError: INTERNAL: Failed to launch CUDA kernel: fusion_12 with block dimensions: 128x1x1
+--------------------
+For simplicity, JAX has removed its internal frames from the traceback of the following exception. Set JAX_TRACEBACK_FILTERING=off to include these.
+"""
+
+
+def test_an_error_jax_raised_under_filtered_frames_is_not_the_scripts(tmp_path: Path) -> None:
+    """JAX drops its own frames from the traceback, so the user's call is the deepest frame shown,
+    but the error arose inside JAX: an unknown failure, not a bug on the script's line."""
+    path = tmp_path / "train.log"
+    path.write_text(RAISED_INSIDE_JAX)
+    diagnosis = diagnose([str(path)])
+    assert diagnosis.status.value == "unknown-failure"
+    assert any("XlaRuntimeError" in e.text for e in diagnosis.unknown)

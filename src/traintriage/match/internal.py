@@ -211,13 +211,15 @@ INTERNAL_PATTERNS: tuple[InternalPattern, ...] = (
     # external plugins (network, tuner, profiler, ...: `<KIND>/Plugin: Could not find: ...`, and
     # the plugin library's own dlopen error when a paste keeps only that line),
     # JAX's logged probe of backends it was not built for (not the
-    # RuntimeError of a backend asked for), libibverbs' probe of provider drivers, torch's CUDA
+    # RuntimeError of a backend asked for; some loggers print the source location last,
+    # `(<pid>:xla_bridge.py:<line>)`), libibverbs' probe of provider drivers, torch's CUDA
     # probe on a machine without a driver (a warning; using CUDA afterwards raises its own
     # error). Their `cannot open shared object file` or `Found no NVIDIA driver` is not a
     # failure: analyze/salient.py excuses these lines.
     InternalPattern(
         Internal.benign_notice,
         r"(?:NCCL INFO (?:NET|GIN|RMA|TUNER|PROFILER|ENV)/Plugin|xla_bridge(?:\.py)?:(?:\d{1,5}(?:\]|:) )?Unable to initialize backend '|"
+        r"Unable to initialize backend '[^'\n]{1,40}'[^\n]{0,400}\(\d{1,9}:xla_bridge\.py:\d{1,5}\)|"
         r"libnccl-(?:net|tuner|profiler|env)\S{0,40}: cannot open shared object file|"
         r"libibverbs: Warning: couldn't load driver|UserWarning: CUDA initialization: Found no NVIDIA driver)",
         256,
