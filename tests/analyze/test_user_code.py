@@ -160,11 +160,32 @@ For simplicity, JAX has removed its internal frames from the traceback of the fo
 """
 
 
-def test_an_error_jax_raised_under_filtered_frames_is_not_the_scripts(tmp_path: Path) -> None:
+def test_an_xla_runtime_error_under_filtered_frames_is_not_the_scripts(tmp_path: Path) -> None:
     """JAX drops its own frames from the traceback, so the user's call is the deepest frame shown,
-    but the error arose inside JAX: an unknown failure, not a bug on the script's line."""
+    but the compiled program failed in XLA's runtime: an unknown failure, not a bug on the script's line."""
     path = tmp_path / "train.log"
     path.write_text(RAISED_INSIDE_JAX)
     diagnosis = diagnose([str(path)])
     assert diagnosis.status.value == "unknown-failure"
     assert any("XlaRuntimeError" in e.text for e in diagnosis.unknown)
+
+
+TRACING_ERROR_IN_USER_CODE = """Traceback (most recent call last):
+  File "/home/alice/proj/train_jax.py", line 144, in <module>
+    main()
+  File "/home/alice/proj/train_jax.py", line 97, in loss_fn
+    if logits.sum() > 0:
+jax.errors.TracerBoolConversionError: Attempted boolean conversion of traced array with shape bool[].
+--------------------
+For simplicity, JAX has removed its internal frames from the traceback of the following exception. Set JAX_TRACEBACK_FILTERING=off to include these.
+"""
+
+
+def test_a_jax_tracing_error_on_the_users_line_is_the_scripts(tmp_path: Path) -> None:
+    """A Python `if` on a traced value is the script's bug, and the user's line is where it is."""
+    path = tmp_path / "train.log"
+    path.write_text(TRACING_ERROR_IN_USER_CODE)
+    diagnosis = diagnose([str(path)])
+    assert diagnosis.root_cause is not None and diagnosis.root_cause.id == "user-code-exception"
+    frame = diagnosis.root_cause.user_frame
+    assert frame is not None and frame.line == 97

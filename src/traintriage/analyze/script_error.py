@@ -5,18 +5,17 @@ exception types. A library's own exception type raised from a line of the user's
 (omegaconf's `ConfigAttributeError` on `cfg.train.key`, a project's custom error) is the
 same kind of failure: the deepest frame of its traceback is the user's code. Only that
 case counts: an exception whose traceback ends inside an installed package, or that was
-chained from another exception (the cause lies there), stays an unknown failure. So does one
-JAX printed after removing its own frames from the traceback: the user's line is only where the
-call into JAX began.
+chained from another exception (the cause lies there), stays an unknown failure. So does an
+XLA runtime error (`XlaRuntimeError: INTERNAL: ...`): the compiled program failed in the runtime,
+and JAX removes its own frames from the traceback, so the user's call only looks like the deepest
+frame. (JAX's tracing errors, such as ConcretizationTypeError, do point at the user's code.)
 """
 
 from __future__ import annotations
 
 from traintriage.analyze.observations import Observation, traceback_before
 
-_JAX_FILTERED = "JAX has removed its internal frames from the traceback"
-_FILTER_NOTE_WITHIN = 4
-"""JAX prints its note a separator line after the exception."""
+_XLA_RUNTIME = ("XlaRuntimeError", "JaxRuntimeError")
 
 SCRIPT_ERROR_SCORE = 0.45
 """Weaker than any signature of a class: a catch-all, chosen only when nothing else fits."""
@@ -30,7 +29,7 @@ def raised_in_script(salient: list[Observation]) -> Observation | None:
         traceback = traceback_before(observation)
         if traceback is None or not traceback.frames or traceback.chained_from is not None:
             continue
-        if any(_JAX_FILTERED in line for line in observation.hit.after[:_FILTER_NOTE_WITHIN]):
+        if any(name in observation.message.split(":", 1)[0] for name in _XLA_RUNTIME):
             continue
         if traceback.frames[-1].is_user_code:
             return observation
