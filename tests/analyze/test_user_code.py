@@ -117,15 +117,6 @@ def test_a_builtin_error_an_installed_package_raised_is_not_the_scripts(tmp_path
     assert diagnose([str(path)]).status.value == "unknown-failure"
 
 
-def test_a_builtin_error_the_standard_library_raised_on_the_scripts_value_is_the_scripts(tmp_path: Path) -> None:
-    path = tmp_path / "train.log"
-    path.write_text(BUILTIN_RAISED_BY_THE_STANDARD_LIBRARY)
-    diagnosis = diagnose([str(path)])
-    assert diagnosis.root_cause is not None and diagnosis.root_cause.id == "user-code-exception"
-    frame = diagnosis.root_cause.user_frame
-    assert frame is not None and frame.line == 88
-
-
 RAISED_IN_A_COMPILED_EXTENSION = """Traceback (most recent call last):
   File "eval_grid.py", line 64, in evaluate
     store = h5py.File(out_path, "r+")  # another rank holds it open
@@ -139,16 +130,6 @@ OSError: Unable to open file (unable to lock file, errno = 11, error message = '
 """
 
 
-def test_an_error_raised_in_a_compiled_extension_is_not_the_scripts(tmp_path: Path) -> None:
-    """Cython frames (`h5py/h5f.pyx`) are printed with a relative path like a script's, but they are
-    the extension's own code: what it raised is an unknown failure, not a bug in the script."""
-    path = tmp_path / "eval.log"
-    path.write_text(RAISED_IN_A_COMPILED_EXTENSION)
-    diagnosis = diagnose([str(path)])
-    assert diagnosis.status.value == "unknown-failure"
-    assert any("Unable to open file" in e.text for e in diagnosis.unknown)
-
-
 RAISED_INSIDE_JAX = """Traceback (most recent call last):
   File "/home/alice/proj/train_jax.py", line 144, in <module>
     main()
@@ -160,14 +141,20 @@ For simplicity, JAX has removed its internal frames from the traceback of the fo
 """
 
 
-def test_an_xla_runtime_error_under_filtered_frames_is_not_the_scripts(tmp_path: Path) -> None:
-    """JAX drops its own frames from the traceback, so the user's call is the deepest frame shown,
-    but the compiled program failed in XLA's runtime: an unknown failure, not a bug on the script's line."""
+@pytest.mark.parametrize(
+    ("log", "quoted"),
+    [(RAISED_IN_A_COMPILED_EXTENSION, "Unable to open file"), (RAISED_INSIDE_JAX, "XlaRuntimeError")],
+    ids=["cython-frame", "xla-runtime-under-filtered-frames"],
+)
+def test_an_error_raised_below_what_the_traceback_shows_is_not_the_scripts(tmp_path: Path, log: str, quoted: str) -> None:
+    """Cython frames (`h5py/h5f.pyx`) are printed with a relative path like a script's, but they are the
+    extension's own code; JAX drops its own frames, so the user's call is the deepest frame shown while
+    the compiled program failed in XLA's runtime. Both are unknown failures shown with their line."""
     path = tmp_path / "train.log"
-    path.write_text(RAISED_INSIDE_JAX)
+    path.write_text(log)
     diagnosis = diagnose([str(path)])
     assert diagnosis.status.value == "unknown-failure"
-    assert any("XlaRuntimeError" in e.text for e in diagnosis.unknown)
+    assert any(quoted in e.text for e in diagnosis.unknown)
 
 
 TRACING_ERROR_IN_USER_CODE = """Traceback (most recent call last):
@@ -181,11 +168,17 @@ For simplicity, JAX has removed its internal frames from the traceback of the fo
 """
 
 
-def test_a_jax_tracing_error_on_the_users_line_is_the_scripts(tmp_path: Path) -> None:
-    """A Python `if` on a traced value is the script's bug, and the user's line is where it is."""
+@pytest.mark.parametrize(
+    ("log", "line"),
+    [(BUILTIN_RAISED_BY_THE_STANDARD_LIBRARY, 88), (TRACING_ERROR_IN_USER_CODE, 97)],
+    ids=["standard-library-on-the-scripts-value", "jax-tracing-error-on-the-users-line"],
+)
+def test_an_error_the_scripts_own_line_caused_is_the_scripts(tmp_path: Path, log: str, line: int) -> None:
+    """The standard library refusing the script's value (`json.dumps` of a tensor), and a Python `if`
+    on a JAX traced value, are the script's bugs, at the script's line."""
     path = tmp_path / "train.log"
-    path.write_text(TRACING_ERROR_IN_USER_CODE)
+    path.write_text(log)
     diagnosis = diagnose([str(path)])
     assert diagnosis.root_cause is not None and diagnosis.root_cause.id == "user-code-exception"
     frame = diagnosis.root_cause.user_frame
-    assert frame is not None and frame.line == 97
+    assert frame is not None and frame.line == line
