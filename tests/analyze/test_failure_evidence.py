@@ -267,6 +267,16 @@ HEALTHY = {
         "cannot open shared object file: No such file or directory (48113:xla_bridge.py:906)",
         "14:02:15.120 [I] step 0: loss 4.812 (48113:train.py:233)",
     ],
+    "xla's cuinit probe on a host without a cuda driver, then the run goes on": [
+        "2026-12-04 03:10:02.118304: E external/local_xla/xla/stream_executor/cuda/cuda_platform.cc:51] failed call to "
+        "cuInit: INTERNAL: CUDA error: Failed call to cuInit: UNKNOWN ERROR (303)",
+        "I1204 03:10:04.551920 139871 train.py:88] Jax distributed system initialized!",
+    ],
+    "tensorflow's cuinit probe on a cpu-only machine": [
+        "2026-12-04 03:10:02.118304: E tensorflow/stream_executor/cuda/cuda_driver.cc:271] failed call to cuInit: "
+        "CUDA_ERROR_NO_DEVICE: no CUDA-capable device is detected",
+        "Epoch 1/3",
+    ],
     "libibverbs probes a provider that is not installed": [
         "libibverbs: Warning: couldn't load driver 'libmlx4-rdmav34.so': libmlx4-rdmav34.so: cannot open shared "
         "object file: No such file or directory",

@@ -214,14 +214,18 @@ INTERNAL_PATTERNS: tuple[InternalPattern, ...] = (
     # RuntimeError of a backend asked for; some loggers print the source location last,
     # `(<pid>:xla_bridge.py:<line>)`), libibverbs' probe of provider drivers, torch's CUDA
     # probe on a machine without a driver (a warning; using CUDA afterwards raises its own
-    # error). Their `cannot open shared object file` or `Found no NVIDIA driver` is not a
-    # failure: analyze/salient.py excuses these lines.
+    # error), and TF's and XLA's cuInit probe on a host without a usable CUDA driver (a TPU or
+    # CPU host: `failed call to cuInit: ... UNKNOWN ERROR (303)` or `CUDA_ERROR_NO_DEVICE`,
+    # logged at E level while the run goes on without the GPU). Their `cannot open shared
+    # object file` or `Found no NVIDIA driver` is not a failure: analyze/salient.py excuses
+    # these lines.
     InternalPattern(
         Internal.benign_notice,
         r"(?:NCCL INFO (?:NET|GIN|RMA|TUNER|PROFILER|ENV)/Plugin|xla_bridge(?:\.py)?:(?:\d{1,5}(?:\]|:) )?Unable to initialize backend '|"
         r"Unable to initialize backend '[^'\n]{1,40}'[^\n]{0,400}\(\d{1,9}:xla_bridge\.py:\d{1,5}\)|"
         r"libnccl-(?:net|tuner|profiler|env)\S{0,40}: cannot open shared object file|"
-        r"libibverbs: Warning: couldn't load driver|UserWarning: CUDA initialization: Found no NVIDIA driver)",
+        r"libibverbs: Warning: couldn't load driver|UserWarning: CUDA initialization: Found no NVIDIA driver|"
+        r"failed call to cuInit: (?:INTERNAL: CUDA error: Failed call to cuInit: )?(?:UNKNOWN ERROR \(303\)|CUDA_ERROR_NO_DEVICE\b))",
         256,
     ),
     # TORCH_LOGS=graph_breaks prints a Dynamo traceback under this header while the run goes on;
