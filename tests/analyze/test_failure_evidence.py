@@ -26,6 +26,11 @@ FAILED = {
         "(TrainController pid=812) 2025-02-11 10:02:33,101\tERROR worker.py:408 -- "
         "The actor died unexpectedly before finishing this task.",
     ],
+    "hydra's own config error, without a traceback": [
+        "Additional config directory '/work/exp/conf/pretraining' not found",
+        "",
+        "Set the environment variable HYDRA_FULL_ERROR=1 for a complete stack trace.",
+    ],
     "c++ exception only": [
         "terminate called after throwing an instance of 'std::runtime_error'",
         "  what():  unable to mmap 1048576 bytes from file </dev/shm/torch_1234_567>: Cannot allocate memory (12)",

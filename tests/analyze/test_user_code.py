@@ -141,14 +141,33 @@ For simplicity, JAX has removed its internal frames from the traceback of the fo
 """
 
 
+RAISED_IN_A_CYTHON_INCLUDE = """Traceback (most recent call last):
+  File "prep_shards.py", line 31, in <module>
+    for batch in parquet_file.iter_batches(batch_size=200_000):
+  File "pyarrow/_parquet.pyx", line 1366, in iter_batches
+  File "pyarrow/error.pxi", line 91, in pyarrow.lib.check_status
+pyarrow.lib.ArrowCapacityError: array cannot contain more than 2147483646 bytes, have 2147502240
+"""
+
+
+ASSERTED_BY_A_PACKAGE = """Traceback (most recent call last):
+  File "/home/bob/finetune/run.py", line 220, in <module>
+    trainer.train()
+  File "/opt/conda/lib/python3.10/site-packages/torch/amp/grad_scaler.py", line 451, in step
+    assert len(optimizer_state["found_inf_per_device"]) > 0, "No inf checks were recorded for this optimizer."
+AssertionError: No inf checks were recorded for this optimizer.
+"""
+
+
 @pytest.mark.parametrize(
     ("log", "quoted"),
-    [(RAISED_IN_A_COMPILED_EXTENSION, "Unable to open file"), (RAISED_INSIDE_JAX, "XlaRuntimeError")],
-    ids=["cython-frame", "xla-runtime-under-filtered-frames"],
+    [(RAISED_IN_A_COMPILED_EXTENSION, "Unable to open file"), (RAISED_IN_A_CYTHON_INCLUDE, "ArrowCapacityError"),
+     (RAISED_INSIDE_JAX, "XlaRuntimeError"), (ASSERTED_BY_A_PACKAGE, "No inf checks")],
+    ids=["cython-frame", "cython-include-frame", "xla-runtime-under-filtered-frames", "a-packages-own-assert"],
 )
 def test_an_error_raised_below_what_the_traceback_shows_is_not_the_scripts(tmp_path: Path, log: str, quoted: str) -> None:
-    """Cython frames (`h5py/h5f.pyx`) are printed with a relative path like a script's, but they are the
-    extension's own code; JAX drops its own frames, so the user's call is the deepest frame shown while
+    """Cython frames (`h5py/h5f.pyx`, `pyarrow/error.pxi`) are printed with a relative path like a
+    script's, but they are the extension's own code; an `assert` in a package is its own check; JAX drops its own frames, so the user's call is the deepest frame shown while
     the compiled program failed in XLA's runtime. Both are unknown failures shown with their line."""
     path = tmp_path / "train.log"
     path.write_text(log)

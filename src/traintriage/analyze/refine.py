@@ -151,14 +151,17 @@ def _require_user_frame(candidates: dict[str, Candidate]) -> None:
 def _raised_in_a_package(traceback: Traceback) -> bool:
     """An installed package raised it with its own `raise` statement, below the user's deepest
     frame: a library refusing the model, option or input it was given (transformers' `The model
-    did not return a loss`), whose message names the cause - not a bug in the script. The
-    standard library (json, pickle) does not count, nor a package frame that only passed the
-    call on (`return forward_call(*args, **kwargs)`) or failed on a line of its own. A Cython
-    frame (`h5py/h5f.pyx`) is a compiled extension's own code: whatever it raised, it raised."""
+    did not return a loss`), whose message names the cause - not a bug in the script. An
+    `assert` of the package's own is the same refusal (torch's GradScaler: `No inf checks were
+    recorded for this optimizer`). The standard library (json, pickle) does not count, nor a
+    package frame that only passed the call on (`return forward_call(*args, **kwargs)`) or
+    failed on a line of its own. A Cython frame (`h5py/h5f.pyx`, `pyarrow/error.pxi`) is a
+    compiled extension's own code: whatever it raised, it raised."""
     deepest = traceback.frames[-1]
-    if deepest.file.endswith(".pyx"):
+    if deepest.file.endswith((".pyx", ".pxi")):
         return True
-    return not deepest.is_user_code and bool(_INSTALLED.search(deepest.file)) and deepest.code.startswith("raise ")
+    return (not deepest.is_user_code and bool(_INSTALLED.search(deepest.file))
+            and deepest.code.startswith(("raise ", "assert ")))
 
 
 def _refine_oom(candidates: dict[str, Candidate], kb: KnowledgeBase) -> None:

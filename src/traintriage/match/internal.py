@@ -155,7 +155,9 @@ INTERNAL_PATTERNS: tuple[InternalPattern, ...] = (
     # Status::ToString, also when a trainer logs it instead of raising); a Ray actor that died
     # (ray/exceptions.py ActorDiedError's message, also in a log line); c10d's NCCL check
     # (`NCCL error in: <file>:<line>, <NCCL's result string>`, C10D_NCCL_CHECK), pasted without its
-    # exception class; the OpenMP runtime's fatal message (Intel's and LLVM's libomp/libiomp5:
+    # exception class; Hydra's closing line after the error that ended the app
+    # (hydra/_internal/utils.py run_and_report, then exit 1), also after Hydra's own config errors
+    # that print no traceback; the OpenMP runtime's fatal message (Intel's and LLVM's libomp/libiomp5:
     # __kmp_fatal prints the `Fatal` format of i18n/en_US.txt, `OMP: Error #%1$d: %2$s`, then
     # aborts; its warnings are `OMP: Warning #N:`), such as two OpenMP runtimes in one process
     # (`OMP: Error #15: Initializing libiomp5md.dll, but found libiomp5md.dll already initialized.`);
@@ -194,6 +196,7 @@ INTERNAL_PATTERNS: tuple[InternalPattern, ...] = (
         r"\[ONNXRuntimeError\] : \d{1,3} : [A-Z_]{2,40} : |actor died unexpectedly before finishing this task|"
         r"\bNCCL error in: \S{1,300}:\d{1,6}, |"
         r"\bOMP: Error #\d{1,4}: |"
+        r"(?:^|[\s:\]])Set the environment variable HYDRA_FULL_ERROR=1 for a complete stack trace|"
         r": The (?:factorization could not be completed because the input is not positive-definite|"
         r"algorithm failed to converge because the input matrix is ill-conditioned|"
         r"diagonal element \d{1,9} is zero, the (?:inversion|solve) could not be completed)|"

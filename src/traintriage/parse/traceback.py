@@ -12,9 +12,10 @@ from dataclasses import dataclass
 
 _FRAME = re.compile(r'^\s*File "([^"]+)", line (\d+), in (\S+)')
 # Frames not of the user: installed packages, the standard library, frozen modules, and Cython
-# sources (`h5py/h5f.pyx`: a compiled extension, printed with a relative path).
+# sources and includes (`h5py/h5f.pyx`, `pyarrow/error.pxi`: a compiled extension, printed with a
+# relative path).
 _LIBRARY_PATH = re.compile(
-    r"(?:site-packages|dist-packages|/lib/python\d[\d.]*/|^<frozen |/torch/|/conda/lib/|/bin/[\w.-]+$|\.pyx$)"
+    r"(?:site-packages|dist-packages|/lib/python\d[\d.]*/|^<frozen |/torch/|/conda/lib/|/bin/[\w.-]+$|\.(?:pyx|pxi)$)"
 )
 TRACEBACK_HEADER = "Traceback (most recent call last)"
 _CHAIN = ("The above exception was the direct cause", "During handling of the above exception")
