@@ -168,7 +168,7 @@ AssertionError: No inf checks were recorded for this optimizer.
 def test_an_error_raised_below_what_the_traceback_shows_is_not_the_scripts(tmp_path: Path, log: str, quoted: str) -> None:
     """Cython frames (`h5py/h5f.pyx`, `pyarrow/error.pxi`) are printed with a relative path like a
     script's, but they are the extension's own code; an `assert` in a package is its own check; JAX drops its own frames, so the user's call is the deepest frame shown while
-    the compiled program failed in XLA's runtime. Both are unknown failures shown with their line."""
+    the compiled program failed in XLA's runtime. All are unknown failures shown with their line."""
     path = tmp_path / "train.log"
     path.write_text(log)
     diagnosis = diagnose([str(path)])
@@ -187,14 +187,26 @@ For simplicity, JAX has removed its internal frames from the traceback of the fo
 """
 
 
+NOTEBOOK_CELL_ERROR = """---------------------------------------------------------------------------
+NameError                                 Traceback (most recent call last)
+Cell In[12], line 4
+      2 for epoch in range(3):
+      3     train_one_epoch(model, loader)
+----> 4     print(f"epoch {epoch}: val acc {evaluate(model, val_loder):.3f}")
+
+NameError: name 'val_loder' is not defined
+"""
+
+
 @pytest.mark.parametrize(
     ("log", "line"),
-    [(BUILTIN_RAISED_BY_THE_STANDARD_LIBRARY, 88), (TRACING_ERROR_IN_USER_CODE, 97)],
-    ids=["standard-library-on-the-scripts-value", "jax-tracing-error-on-the-users-line"],
+    [(BUILTIN_RAISED_BY_THE_STANDARD_LIBRARY, 88), (TRACING_ERROR_IN_USER_CODE, 97), (NOTEBOOK_CELL_ERROR, 4)],
+    ids=["standard-library-on-the-scripts-value", "jax-tracing-error-on-the-users-line", "a-notebook-cells-own-line"],
 )
 def test_an_error_the_scripts_own_line_caused_is_the_scripts(tmp_path: Path, log: str, line: int) -> None:
-    """The standard library refusing the script's value (`json.dumps` of a tensor), and a Python `if`
-    on a JAX traced value, are the script's bugs, at the script's line."""
+    """The standard library refusing the script's value (`json.dumps` of a tensor), a Python `if`
+    on a JAX traced value, and a notebook cell's own line (IPython's frame format) are the script's
+    bugs, at the script's line."""
     path = tmp_path / "train.log"
     path.write_text(log)
     diagnosis = diagnose([str(path)])

@@ -47,3 +47,52 @@ def test_each_frame_keeps_the_source_line_printed_under_it() -> None:
     bare = parse_traceback(['Traceback (most recent call last):', '  File "<stdin>", line 1, in <module>',
                             '  File "/srv/x.py", line 3, in f'], "ValueError: x")
     assert bare is not None and [f.code for f in bare.frames] == ["", ""]
+
+
+IPYTHON_7_COLAB = """---------------------------------------------------------------------------
+KeyError                                  Traceback (most recent call last)
+[<ipython-input-4-0d1c2b3a4f5e>](https://localhost:8080/#) in <module>()
+      2 epochs = 3
+----> 3 history = fit(model, loader)
+
+2 frames
+<ipython-input-2-77aa01b2c3d4> in fit(model, loader)
+     11     for batch in loader:
+---> 12         x = batch["pixel_values"]
+
+[/usr/local/lib/python3.7/dist-packages/datasets/arrow_dataset.py](https://localhost:8080/#) in __getitem__(self, key)
+   2164         if key not in self.column_names:
+-> 2165             raise KeyError(key)
+""".splitlines()
+
+IPYTHON_8 = """---------------------------------------------------------------------------
+ValueError                                Traceback (most recent call last)
+Cell In[7], line 5
+      3 model.compile(optimizer="adam", loss="mse")
+----> 5 model.fit(x_train, y_train, epochs=2)
+
+File /opt/conda/lib/python3.10/site-packages/keras/src/utils/traceback_utils.py:122, in filter_traceback.<locals>.error_handler(*args, **kwargs)
+    119     filtered_tb = _process_traceback_frames(e.__traceback__)
+--> 122     raise e.with_traceback(filtered_tb) from None
+""".splitlines()
+
+
+def test_ipython_7_frames_with_colab_links_give_the_cell_and_the_raising_line() -> None:
+    traceback = parse_traceback(IPYTHON_7_COLAB, "KeyError: 'pixel_values'")
+    assert traceback is not None
+    assert [(f.file, f.line, f.function) for f in traceback.frames] == [
+        ("ipython-input-4-0d1c2b3a4f5e", 3, "<module>"),
+        ("ipython-input-2-77aa01b2c3d4", 12, "fit"),
+        ("/usr/local/lib/python3.7/dist-packages/datasets/arrow_dataset.py", 2165, "__getitem__"),
+    ]
+    assert traceback.frames[-1].code == "raise KeyError(key)"
+    assert traceback.user_frame == traceback.frames[1]
+
+
+def test_ipython_8_cells_are_the_users_code_and_library_files_are_not() -> None:
+    traceback = parse_traceback(IPYTHON_8, "ValueError: Input 0 of layer dense is incompatible")
+    assert traceback is not None
+    cell, library = traceback.frames
+    assert (cell.file, cell.line, cell.is_user_code) == ("Cell In[7]", 5, True)
+    assert (library.line, library.function, library.is_user_code) == (122, "filter_traceback.<locals>.error_handler", False)
+    assert library.code.startswith("raise e.with_traceback")

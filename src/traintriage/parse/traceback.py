@@ -17,6 +17,17 @@ _FRAME = re.compile(r'^\s*File "([^"]+)", line (\d+), in (\S+)')
 _LIBRARY_PATH = re.compile(
     r"(?:site-packages|dist-packages|/lib/python\d[\d.]*/|^<frozen |/torch/|/conda/lib/|/bin/[\w.-]+$|\.(?:pyx|pxi)$)"
 )
+# IPython's (Jupyter, Colab) frames: a header naming the file, then source lines with the current
+# one marked by an arrow (`----> 6 clf.fit(X)`, `-> 5487     return ...`). IPython <= 7 prints
+# `<ipython-input-7-5527dad455e1> in <module>()` or `/path/generic.py in __getattr__(self, name)`
+# (Colab wraps the path as a link, `[/path/generic.py](https://localhost:8080/#) in ...`); 8.x prints
+# `Cell In[3], line 5` (8.0-8.4: `Input In [3], in <cell line: 5>()`) and `File /path/x.py:70, in f(...)`.
+_IPYTHON_FRAME = re.compile(
+    r"^\s*\[?(<ipython-input-[\w-]{1,80}>|(?:[A-Za-z]:)?[~/\\][^\s\]\[]{0,400}?\.py)\]?(?:\([^)\s]{0,200}\))? in ([\w<>.]{1,200})\("
+)
+_IPYTHON_FILE_FRAME = re.compile(r"^\s*File ((?:[A-Za-z]:)?[~/\\]\S{0,400}?\.py):(\d+), in ([^\s(]{1,200})")
+_IPYTHON_CELL = re.compile(r"^\s*(?:Cell In ?\[(\d+)\], line (\d+)|Input In \[(\d+)\], in <cell line: (\d+)>)")
+_IPYTHON_ARROW = re.compile(r"^\s*-*-> ?(\d+) ?(.*)$")
 TRACEBACK_HEADER = "Traceback (most recent call last)"
 _CHAIN = ("The above exception was the direct cause", "During handling of the above exception")
 
@@ -55,20 +66,59 @@ def parse_traceback(lines: list[str], exception_line: str) -> Traceback | None:
             break
     if start is None:
         return None
-    frames = []
     body = lines[start + 1 :]
-    for index, text in enumerate(body):
-        match = _FRAME.match(text)
-        if match:
-            following = body[index + 1].strip() if index + 1 < len(body) else ""
-            code = "" if _FRAME.match(following) else following
-            frames.append(Frame(file=match.group(1), line=int(match.group(2)), function=match.group(3), code=code))
+    frames = _python_frames(body) or _ipython_frames(body)
     chained_from = None
     for index in range(start - 1, max(start - 4, -1), -1):
         if any(marker in lines[index] for marker in _CHAIN):
             chained_from = _previous_exception(lines[:index])
             break
     return Traceback(frames=frames, exception=exception_line.strip(), chained_from=chained_from)
+
+
+def _python_frames(body: list[str]) -> list[Frame]:
+    frames = []
+    for index, text in enumerate(body):
+        match = _FRAME.match(text)
+        if match:
+            following = body[index + 1].strip() if index + 1 < len(body) else ""
+            code = "" if _FRAME.match(following) else following
+            frames.append(Frame(file=match.group(1), line=int(match.group(2)), function=match.group(3), code=code))
+    return frames
+
+
+def _ipython_frames(body: list[str]) -> list[Frame]:
+    """IPython's frames: each header, with the line and code its arrow marks (a header whose
+    arrow line the paste lost keeps the header's line number and no code)."""
+    frames: list[Frame] = []
+    pending: Frame | None = None
+    for text in body:
+        header = _ipython_header(text)
+        if header is not None:
+            if pending is not None:
+                frames.append(pending)
+            pending = header
+            continue
+        arrow = _IPYTHON_ARROW.match(text)
+        if arrow and pending is not None and not pending.code:
+            pending = Frame(pending.file, int(arrow.group(1)), pending.function, arrow.group(2).strip())
+    if pending is not None:
+        frames.append(pending)
+    return frames
+
+
+def _ipython_header(text: str) -> Frame | None:
+    cell = _IPYTHON_CELL.match(text)
+    if cell:
+        number, line = (cell.group(1), cell.group(2)) if cell.group(1) else (cell.group(3), cell.group(4))
+        return Frame(file=f"Cell In[{number}]", line=int(line), function="<cell>")
+    found = _IPYTHON_FILE_FRAME.match(text)
+    if found:
+        return Frame(file=found.group(1), line=int(found.group(2)), function=found.group(3))
+    found = _IPYTHON_FRAME.match(text)
+    if found:
+        return Frame(file=found.group(1).strip("<>"), line=0, function=found.group(2))
+    return None
 
 
 def _previous_exception(lines: list[str]) -> str | None:
