@@ -69,6 +69,14 @@ def test_long_lines_of_pattern_tokens_take_linear_time(motif: str, size: int, ne
     _timed(lambda: diagnose_bytes([("run.log", data)]), len(data))
 
 
+@pytest.mark.parametrize("tail", [b"\x1b[0m\x1b[1m", b"\x1b]0;title\x07"], ids=["csi", "osc"])
+def test_a_last_line_of_escape_sequences_only_is_no_line(tail: bytes) -> None:
+    """A window that holds nothing but terminal escapes (a log cut after a colour reset) is empty
+    once they are removed: no line to scan, and no crash on it."""
+    for data in (tail, b"step 1 loss 2.5\n" + tail):
+        assert diagnose_bytes([("run.log", data)]).status.value == "no-failure"
+
+
 @settings(settings.get_profile(PROFILE))
 @given(motif=motifs, size=st.integers(10_000, 400_000))
 def test_diff_and_prefix_parser_take_linear_time(motif: str, size: int) -> None:

@@ -322,6 +322,8 @@ class _SourceScanner:
         if chunk.find(b"\x1b", 0, limit) >= 0:
             chunk = ANSI_ESCAPE.sub(b"", memoryview(chunk)[:limit])
             limit = len(chunk)
+            if not limit:  # the window held only escape sequences: no line, no text to keep
+                return
         sink = _LineEvents(chunk, limit, self.scanner, self.kept, self.result.counts)
         with memoryview(chunk) as view, view[:limit] as lines:
             self.scanner.database.scan(cast(bytes, lines), match_event_handler=sink.on_match,
