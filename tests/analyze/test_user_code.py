@@ -141,6 +141,16 @@ For simplicity, JAX has removed its internal frames from the traceback of the fo
 """
 
 
+LIBRARY_ERROR_SHOWN_AT_A_NOTEBOOK_CELL = """---------------------------------------------------------------------------
+XlaCompileError                           Traceback (most recent call last)
+Cell In[9], line 3
+      1 params = init(rng)
+----> 3 state = train_step(state, batch)
+
+XlaCompileError: INTERNAL: libdevice not found at ./libdevice.10.bc
+"""
+
+
 RAISED_IN_A_CYTHON_INCLUDE = """Traceback (most recent call last):
   File "prep_shards.py", line 31, in <module>
     for batch in parquet_file.iter_batches(batch_size=200_000):
@@ -162,13 +172,17 @@ AssertionError: No inf checks were recorded for this optimizer.
 @pytest.mark.parametrize(
     ("log", "quoted"),
     [(RAISED_IN_A_COMPILED_EXTENSION, "Unable to open file"), (RAISED_IN_A_CYTHON_INCLUDE, "ArrowCapacityError"),
-     (RAISED_INSIDE_JAX, "XlaRuntimeError"), (ASSERTED_BY_A_PACKAGE, "No inf checks")],
-    ids=["cython-frame", "cython-include-frame", "xla-runtime-under-filtered-frames", "a-packages-own-assert"],
+     (RAISED_INSIDE_JAX, "XlaRuntimeError"), (ASSERTED_BY_A_PACKAGE, "No inf checks"),
+     (LIBRARY_ERROR_SHOWN_AT_A_NOTEBOOK_CELL, "libdevice not found")],
+    ids=["cython-frame", "cython-include-frame", "xla-runtime-under-filtered-frames", "a-packages-own-assert",
+         "a-library-error-at-a-notebook-cell"],
 )
 def test_an_error_raised_below_what_the_traceback_shows_is_not_the_scripts(tmp_path: Path, log: str, quoted: str) -> None:
     """Cython frames (`h5py/h5f.pyx`, `pyarrow/error.pxi`) are printed with a relative path like a
-    script's, but they are the extension's own code; an `assert` in a package is its own check; JAX drops its own frames, so the user's call is the deepest frame shown while
-    the compiled program failed in XLA's runtime. All are unknown failures shown with their line."""
+    script's, but they are the extension's own code; an `assert` in a package is its own check; a
+    notebook's traceback may fold or filter the library's frames below the cell; JAX drops its own
+    frames, so the user's call is the deepest frame shown while the compiled program failed in
+    XLA's runtime. All are unknown failures shown with their line."""
     path = tmp_path / "train.log"
     path.write_text(log)
     diagnosis = diagnose([str(path)])

@@ -50,6 +50,10 @@ class Traceback:
     frames: list[Frame]
     exception: str
     chained_from: str | None = None
+    shows_every_frame: bool = True
+    """False for IPython's format: Colab folds library frames (`4 frames`), IPython hides
+    frames marked `__tracebackhide__`, Keras and JAX filter their own; the deepest frame shown
+    need not be where the exception was raised."""
 
     @property
     def user_frame(self) -> Frame | None:
@@ -67,13 +71,17 @@ def parse_traceback(lines: list[str], exception_line: str) -> Traceback | None:
     if start is None:
         return None
     body = lines[start + 1 :]
-    frames = _python_frames(body) or _ipython_frames(body)
+    frames = _python_frames(body)
+    shows_every_frame = bool(frames)
+    if not frames:
+        frames = _ipython_frames(body)
     chained_from = None
     for index in range(start - 1, max(start - 4, -1), -1):
         if any(marker in lines[index] for marker in _CHAIN):
             chained_from = _previous_exception(lines[:index])
             break
-    return Traceback(frames=frames, exception=exception_line.strip(), chained_from=chained_from)
+    return Traceback(frames=frames, exception=exception_line.strip(), chained_from=chained_from,
+                     shows_every_frame=shows_every_frame)
 
 
 def _python_frames(body: list[str]) -> list[Frame]:
