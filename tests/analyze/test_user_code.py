@@ -142,12 +142,12 @@ For simplicity, JAX has removed its internal frames from the traceback of the fo
 
 
 LIBRARY_ERROR_SHOWN_AT_A_NOTEBOOK_CELL = """---------------------------------------------------------------------------
-XlaCompileError                           Traceback (most recent call last)
+InternalError                             Traceback (most recent call last)
 Cell In[9], line 3
-      1 params = init(rng)
-----> 3 state = train_step(state, batch)
+      1 model.compile(optimizer="adam", loss="sparse_categorical_crossentropy", jit_compile=True)
+----> 3 model.fit(train_ds, epochs=3)
 
-XlaCompileError: INTERNAL: libdevice not found at ./libdevice.10.bc
+InternalError: libdevice not found at ./libdevice.10.bc [Op:__inference_train_function_2518]
 """
 
 
