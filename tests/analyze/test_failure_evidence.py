@@ -327,3 +327,12 @@ def test_alarming_but_healthy_stays_healthy(tmp_path: Path, name: str) -> None:
 def test_the_same_exception_at_the_end_is_a_failure(tmp_path: Path) -> None:
     lines = ["step 100 loss 2.31", "step 101 loss 2.30", "ConnectionResetError: [Errno 104] Connection reset by peer"]
     assert _diagnose(tmp_path, lines) is not Status.no_failure
+
+
+def test_hydras_own_error_is_shown_by_its_message_not_by_hydras_closing_line(tmp_path: Path) -> None:
+    path = tmp_path / "pasted.log"
+    path.write_text("\n".join(FAILED["hydra's own config error, without a traceback"]) + "\n")
+    diagnosis = diagnose([str(path)])
+    assert diagnosis.status is Status.unknown_failure
+    first = diagnosis.unknown[0]
+    assert (first.line, first.text) == (1, "Additional config directory '/work/exp/conf/pretraining' not found")

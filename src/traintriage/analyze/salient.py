@@ -18,11 +18,13 @@ import re
 from bisect import bisect_right
 from collections import defaultdict
 from collections.abc import Callable
+from dataclasses import replace
 
 from traintriage.analyze.observations import Observation
 from traintriage.match.compiler import Scanner
 from traintriage.match.internal import Internal
 from traintriage.parse.metrics import MetricPoint
+from traintriage.parse.prefix import parse_prefix
 from traintriage.parse.traceback import TRACEBACK_HEADER
 
 IGNORED_SPAN = 30
@@ -134,7 +136,8 @@ def salient_lines(observations: list[Observation], scanner: Scanner, excused: se
     """For a failure no signature explains: the last exceptions and fatal lines, most telling first."""
     picks: list[Observation] = []
     for kind in _SALIENT_KINDS:
-        picks.extend([o for o in internal_lines(observations, scanner, kind) if o.order not in excused][-4:])
+        picks.extend([_hydras_message(o) for o in internal_lines(observations, scanner, kind)
+                      if o.order not in excused][-4:])
     seen: set[tuple[int, int]] = set()
     unique = []
     for observation in picks:
@@ -142,3 +145,21 @@ def salient_lines(observations: list[Observation], scanner: Scanner, excused: se
             seen.add(position(observation))
             unique.append(observation)
     return unique[:MAX_SALIENT]
+
+
+_HYDRA_CLOSING = "Set the environment variable HYDRA_FULL_ERROR=1"
+
+
+def _hydras_message(observation: Observation) -> Observation:
+    """Hydra prints the error's message, a blank line, then its closing line (`Set the environment
+    variable HYDRA_FULL_ERROR=1 ...`): the message is the line to show, also when it is one of
+    Hydra's own config errors with no exception class (`Additional config directory '...' not found`)."""
+    hit = observation.hit
+    if _HYDRA_CLOSING not in hit.text:
+        return observation
+    for back, text in enumerate(reversed(hit.before), start=1):
+        if text.strip():
+            message_hit = replace(hit, line=hit.line - back, text=text, before=hit.before[:-back],
+                                  after=hit.before[len(hit.before) - back + 1:] + [hit.text] + hit.after)
+            return replace(observation, hit=message_hit, message=parse_prefix(text).message)
+    return observation
