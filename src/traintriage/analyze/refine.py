@@ -158,7 +158,7 @@ def _raised_in_a_package(traceback: Traceback) -> bool:
     failed on a line of its own. A Cython frame (`h5py/h5f.pyx`, `pyarrow/error.pxi`) is a
     compiled extension's own code: whatever it raised, it raised."""
     deepest = traceback.frames[-1]
-    if deepest.file.endswith((".pyx", ".pxi")):
+    if deepest.is_compiled_extension:
         return True
     return (not deepest.is_user_code and bool(_INSTALLED.search(deepest.file))
             and deepest.code.startswith(("raise ", "assert ")))

@@ -136,8 +136,8 @@ def salient_lines(observations: list[Observation], scanner: Scanner, excused: se
     """For a failure no signature explains: the last exceptions and fatal lines, most telling first."""
     picks: list[Observation] = []
     for kind in _SALIENT_KINDS:
-        picks.extend([_hydras_message(o) for o in internal_lines(observations, scanner, kind)
-                      if o.order not in excused][-4:])
+        latest = [o for o in internal_lines(observations, scanner, kind) if o.order not in excused][-4:]
+        picks.extend(_hydras_message(o) for o in latest)
     seen: set[tuple[int, int]] = set()
     unique = []
     for observation in picks:

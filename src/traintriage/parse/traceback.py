@@ -11,12 +11,12 @@ import re
 from dataclasses import dataclass
 
 _FRAME = re.compile(r'^\s*File "([^"]+)", line (\d+), in (\S+)')
-# Frames not of the user: installed packages, the standard library, frozen modules, and Cython
-# sources and includes (`h5py/h5f.pyx`, `pyarrow/error.pxi`: a compiled extension, printed with a
-# relative path).
+# Frames not of the user: installed packages, the standard library, frozen modules, and (below)
+# Cython sources and includes.
 _LIBRARY_PATH = re.compile(
-    r"(?:site-packages|dist-packages|/lib/python\d[\d.]*/|^<frozen |/torch/|/conda/lib/|/bin/[\w.-]+$|\.(?:pyx|pxi)$)"
+    r"(?:site-packages|dist-packages|/lib/python\d[\d.]*/|^<frozen |/torch/|/conda/lib/|/bin/[\w.-]+$)"
 )
+_CYTHON_SUFFIXES = (".pyx", ".pxi")
 # IPython's (Jupyter, Colab) frames: a header naming the file, then source lines with the current
 # one marked by an arrow (`----> 6 clf.fit(X)`, `-> 5487     return ...`). IPython <= 7 prints
 # `<ipython-input-7-5527dad455e1> in <module>()` or `/path/generic.py in __getattr__(self, name)`
@@ -41,8 +41,14 @@ class Frame:
     """The source line Python printed under the frame (empty when the paste has none)."""
 
     @property
+    def is_compiled_extension(self) -> bool:
+        """A Cython source or include (`h5py/h5f.pyx`, `pyarrow/error.pxi`): a compiled package's
+        own code, printed with a relative path like a script's."""
+        return self.file.endswith(_CYTHON_SUFFIXES)
+
+    @property
     def is_user_code(self) -> bool:
-        return not _LIBRARY_PATH.search(self.file) and not self.file.startswith("<")
+        return not (_LIBRARY_PATH.search(self.file) or self.file.startswith("<") or self.is_compiled_extension)
 
 
 @dataclass(frozen=True)
