@@ -31,6 +31,12 @@ FAILED = {
         "",
         "Set the environment variable HYDRA_FULL_ERROR=1 for a complete stack trace.",
     ],
+    "a cuda check macro's failure line, then the process exits (nccl-tests, custom all-reduce kernels)": [
+        "# nThread 1 nGpus 1 minBytes 8 maxBytes 134217728 step: 2(factor) warmup iters: 5 iters: 20",
+        "Failed: Cuda error /src/kernels/fused_allreduce.cuh:212 'invalid resource handle'",
+        "[rank0]:[W1130 10:02:16.260656038 CudaIPCTypes.cpp:16] Producer process has been terminated before all "
+        "shared CUDA tensors released. See Note [Sharing CUDA tensors]",
+    ],
     "c++ exception only": [
         "terminate called after throwing an instance of 'std::runtime_error'",
         "  what():  unable to mmap 1048576 bytes from file </dev/shm/torch_1234_567>: Cannot allocate memory (12)",
@@ -281,6 +287,15 @@ HEALTHY = {
         "2026-12-04 03:10:02.118304: E tensorflow/stream_executor/cuda/cuda_driver.cc:271] failed call to cuInit: "
         "CUDA_ERROR_NO_DEVICE: no CUDA-capable device is detected",
         "Epoch 1/3",
+    ],
+    "xla's slow-compile alarm at E level while the compile goes on": [
+        "2026-12-04 03:12:40.573300: E external/xla/xla/service/slow_operation_alarm.cc:65] Constant folding an "
+        "instruction is taking > 1s:",
+        "",
+        "  %reduce.7 = f32[8192,8192]{1,0} reduce(f32[8192,8192,4]{2,1,0} %p0, f32[] %c0), dimensions={2}",
+        "2026-12-04 03:12:41.789842: E external/xla/xla/service/slow_operation_alarm.cc:133] The operation took "
+        "2.216622055s",
+        "I1204 03:12:55.104428 139871 train.py:141] step 0: loss=4.118",
     ],
     "libibverbs probes a provider that is not installed": [
         "libibverbs: Warning: couldn't load driver 'libmlx4-rdmav34.so': libmlx4-rdmav34.so: cannot open shared "

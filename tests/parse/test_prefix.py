@@ -150,10 +150,25 @@ def test_plain_text_keeps_its_numbers(line: str) -> None:
         ("Process 0 exit with status code 137.", 0),
         ("-- Process 3 terminated with the following error:", 3),
         ("Worker proc VllmWorker-2 died unexpectedly, shutting down executor.", 2),
+        ("x1921c0s3b0n0.hsn.cm.aurora.alcf.anl.gov: rank 17 died from signal 6", 17),
+        ("gpu-node-2: rank 3 exited with code 134", 3),
     ],
 )
 def test_launchers_name_the_process_that_died(line: str, rank: int) -> None:
     assert failed_process_rank(line) == rank
+
+
+def test_a_rank_the_launcher_stopped_is_not_the_one_that_failed() -> None:
+    # PALS sends SIGTERM to the ranks still running once one has failed, and reports each.
+    assert failed_process_rank(parse_prefix("gpu-node-2: rank 4 died from signal 15").message) is None
+    assert failed_process_rank(parse_prefix("gpu-node-2: rank 4 exited with code 0").message) is None
+
+
+def test_deepspeeds_exit_report_names_no_failed_rank() -> None:
+    # launch.py's sigkill_handler prints the command of the last worker it started, not of the one that failed
+    line = ("[2026-11-30 09:41:52,310] [ERROR] [launch.py:325:sigkill_handler] ['/usr/bin/python', '-u', 'train.py', "
+            "'--local_rank=7', '--deepspeed', 'ds.json'] exits with return code = -9")
+    assert failed_process_rank(parse_prefix(line).message) is None
 
 
 def test_a_process_list_in_an_oom_message_names_no_failed_rank() -> None:

@@ -194,7 +194,7 @@ INTERNAL_PATTERNS: tuple[InternalPattern, ...] = (
         r"\bpanicked at\b|(?:^|[|\]>] ?)panic: |Windows fatal exception: |"
         r"\b(?:ba|z|da)?sh(?:: line \d{1,6})?: [^\s:]{1,200}: command not found|"
         r"\[ONNXRuntimeError\] : \d{1,3} : [A-Z_]{2,40} : |actor died unexpectedly before finishing this task|"
-        r"\bNCCL error in: \S{1,300}:\d{1,6}, |"
+        r"\bNCCL error in: \S{1,300}:\d{1,6}, |\bFailed: (?:Cuda|NCCL|HIP|MPI) error \S{1,300}:\d{1,6} '|"
         r"\bOMP: Error #\d{1,4}: |"
         r"(?:^|[\s:\]])Set the environment variable HYDRA_FULL_ERROR=1 for a complete stack trace|"
         r": The (?:factorization could not be completed because the input is not positive-definite|"
@@ -228,7 +228,10 @@ INTERNAL_PATTERNS: tuple[InternalPattern, ...] = (
         r"Unable to initialize backend '[^'\n]{1,40}'[^\n]{0,400}\(\d{1,9}:xla_bridge\.py:\d{1,5}\)|"
         r"libnccl-(?:net|tuner|profiler|env)\S{0,40}: cannot open shared object file|"
         r"libibverbs: Warning: couldn't load driver|UserWarning: CUDA initialization: Found no NVIDIA driver|"
-        r"failed call to cuInit: (?:INTERNAL: CUDA error: Failed call to cuInit: )?(?:UNKNOWN ERROR \(303\)|CUDA_ERROR_NO_DEVICE\b))",
+        r"failed call to cuInit: (?:INTERNAL: CUDA error: Failed call to cuInit: )?(?:UNKNOWN ERROR \(303\)|CUDA_ERROR_NO_DEVICE\b)|"
+        # XLA's slow-compile alarm logs at E level while compilation goes on (xla/service/slow_operation_alarm.cc)
+        r"slow_operation_alarm\.cc:\d{1,5}\] (?:Constant folding an instruction is taking > |The operation took \d|"
+        r"Very slow compile\?))",
         256,
     ),
     # TORCH_LOGS=graph_breaks prints a Dynamo traceback under this header while the run goes on;

@@ -124,7 +124,10 @@ _COMPOSE = re.compile(r"([A-Za-z][\w.-]{0,62}[-_]\d{1,4}) {1,64}\| (?=\S)")
 _FAILED_PROCESS = re.compile(
     r"(?:mpirun noticed that process rank (\d{1,6}) with PID|srun: error: [\w.<>-]{1,64}: task (\d{1,6}): |"
     r"\b[Pp]rocess (\d{1,6}) (?:terminated with (?:signal|exit code|the following error)|exit with status code)|"
-    r"\bVllmWorker-(\d{1,5}) died|\bRayWorkerProc rank=\[(\d{1,5})[\],]|\bShard (\d{1,5}) (?:failed to start|crashed))"
+    r"\bVllmWorker-(\d{1,5}) died|\bRayWorkerProc rank=\[(\d{1,5})[\],]|\bShard (\d{1,5}) (?:failed to start|crashed)|"
+    # HPE Cray PALS mpiexec (ALCF Polaris, Aurora): `<host>: rank 5 exited with code 1`; the SIGTERM it
+    # sends the other ranks afterwards (`rank 4 died from signal 15`) names no failure.
+    r"(?:^|: )rank (\d{1,7}) (?:exited with code [1-9]|died from signal (?!15\b)\d))"
 )
 _RANK_IN_TEXT = re.compile(r"\b[Rr]ank[ :=]?\s?(\d{1,5})\b")
 # text-generation-inference's launcher logs through `tracing`: the shard's span field comes
@@ -402,7 +405,9 @@ def _parse_prefix(line: str, default_year: int) -> Prefix:
 
 
 def failed_process_rank(text: str) -> int | None:
-    """The rank of a process a launcher reports dead (`mpirun noticed that process rank 1 with PID ...`)."""
+    """The rank of a process a launcher reports dead (`mpirun noticed that process rank 1 with PID ...`).
+    Not DeepSpeed's `[..., '--local_rank=N', ...] exits with return code`: its launcher prints the
+    command of the last worker it started, whichever worker failed (launch.py sigkill_handler)."""
     match = _FAILED_PROCESS.search(text[: 2 * HEAD])
     return int(next(g for g in match.groups() if g is not None)) if match else None
 
