@@ -37,6 +37,21 @@ FAILED = {
         "[rank0]:[W1130 10:02:16.260656038 CudaIPCTypes.cpp:16] Producer process has been terminated before all "
         "shared CUDA tensors released. See Note [Sharing CUDA tensors]",
     ],
+    "compute-sanitizer's initcheck finds a read of memory nothing wrote": [
+        "========= COMPUTE-SANITIZER",
+        "========= Uninitialized __global__ memory read of size 4 bytes",
+        "=========     at 0x1c0 in reduce.cu:88:block_sum(const float *, float *, int)",
+        "=========     by thread (31,0,0) in block (2,0,0)",
+        "========= ERROR SUMMARY: 1 error",
+    ],
+    "a failed googletest case in a build check": [
+        "[ RUN      ] RenderTest.test_can_render",
+        "[  FAILED  ] RenderTest.test_can_render (212 ms)",
+    ],
+    "a failed unittest case": [
+        "ERROR: test_can_render (__main__.RenderTest)",
+        "----------------------------------------------------------------------",
+    ],
     "c++ exception only": [
         "terminate called after throwing an instance of 'std::runtime_error'",
         "  what():  unable to mmap 1048576 bytes from file </dev/shm/torch_1234_567>: Cannot allocate memory (12)",
@@ -296,6 +311,12 @@ HEALTHY = {
         "2026-12-04 03:12:41.789842: E external/xla/xla/service/slow_operation_alarm.cc:133] The operation took "
         "2.216622055s",
         "I1204 03:12:55.104428 139871 train.py:141] step 0: loss=4.118",
+    ],
+    "a compute-sanitizer run that found nothing": [
+        "========= COMPUTE-SANITIZER",
+        "step 0 loss 2.304",
+        "step 1 loss 2.291",
+        "========= ERROR SUMMARY: 0 errors",
     ],
     "libibverbs probes a provider that is not installed": [
         "libibverbs: Warning: couldn't load driver 'libmlx4-rdmav34.so': libmlx4-rdmav34.so: cannot open shared "

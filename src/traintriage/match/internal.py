@@ -194,6 +194,10 @@ INTERNAL_PATTERNS: tuple[InternalPattern, ...] = (
         r"\bpanicked at\b|(?:^|[|\]>] ?)panic: |Windows fatal exception: |"
         r"\b(?:ba|z|da)?sh(?:: line \d{1,6})?: [^\s:]{1,200}: command not found|"
         r"\[ONNXRuntimeError\] : \d{1,3} : [A-Z_]{2,40} : |actor died unexpectedly before finishing this task|"
+        # a failed test of googletest or Python's unittest (a build or environment check run as tests)
+        r"^\[  FAILED  \] \w|^(?:ERROR|FAIL): test\w{0,100} \(|"
+        # compute-sanitizer (and cuda-memcheck) reports, each line under `========= `
+        r"={9} {1,8}(?:Invalid __\w{1,10}__ |Uninitialized __\w{1,10}__ memory read|Program hit cuda|ERROR SUMMARY: [1-9])|"
         r"\bNCCL error in: \S{1,300}:\d{1,6}, |\bFailed: (?:Cuda|NCCL|HIP|MPI) error \S{1,300}:\d{1,6} '|"
         r"\bOMP: Error #\d{1,4}: |"
         r"(?:^|[\s:\]])Set the environment variable HYDRA_FULL_ERROR=1 for a complete stack trace|"
