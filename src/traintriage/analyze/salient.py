@@ -22,7 +22,7 @@ from dataclasses import replace
 
 from traintriage.analyze.observations import Observation
 from traintriage.match.compiler import Scanner
-from traintriage.match.internal import Internal
+from traintriage.match.internal import HYDRA_CLOSING, Internal
 from traintriage.parse.metrics import MetricPoint
 from traintriage.parse.prefix import parse_prefix
 from traintriage.parse.traceback import TRACEBACK_HEADER
@@ -147,15 +147,13 @@ def salient_lines(observations: list[Observation], scanner: Scanner, excused: se
     return unique[:MAX_SALIENT]
 
 
-_HYDRA_CLOSING = "Set the environment variable HYDRA_FULL_ERROR=1"
-
 
 def _hydras_message(observation: Observation) -> Observation:
     """Hydra prints the error's message, a blank line, then its closing line (`Set the environment
     variable HYDRA_FULL_ERROR=1 ...`): the message is the line to show, also when it is one of
     Hydra's own config errors with no exception class (`Additional config directory '...' not found`)."""
     hit = observation.hit
-    if _HYDRA_CLOSING not in hit.text:
+    if HYDRA_CLOSING not in hit.text:
         return observation
     for back, text in enumerate(reversed(hit.before), start=1):
         if text.strip():

@@ -42,6 +42,10 @@ class Internal(str, Enum):
 HOROVOD_TENSOR = (r"(?:Horovod(?:Allreduce|Allgather|Broadcast|Alltoall|ReduceScatter)|"
                   r"(?:horovod_|grouped_)?(?:allreduce|allgather|broadcast|alltoall|reducescatter)\.)")
 
+HYDRA_CLOSING = "Set the environment variable HYDRA_FULL_ERROR=1"
+"""Hydra's closing line after an error it caught (`... for a complete stack trace.`); analyze/salient.py
+shows the message printed above it instead."""
+
 
 @dataclass(frozen=True)
 class InternalPattern:
@@ -200,7 +204,7 @@ INTERNAL_PATTERNS: tuple[InternalPattern, ...] = (
         r"={9} {1,8}(?:Invalid __\w{1,10}__ |Uninitialized __\w{1,10}__ memory read|Program hit cuda|ERROR SUMMARY: [1-9])|"
         r"\bNCCL error in: \S{1,300}:\d{1,6}, |\bFailed: (?:Cuda|NCCL|HIP|MPI) error \S{1,300}:\d{1,6} '|"
         r"\bOMP: Error #\d{1,4}: |"
-        r"(?:^|[\s:\]])Set the environment variable HYDRA_FULL_ERROR=1 for a complete stack trace|"
+        r"(?:^|[\s:\]])" + HYDRA_CLOSING + r" for a complete stack trace|"
         r": The (?:factorization could not be completed because the input is not positive-definite|"
         r"algorithm failed to converge because the input matrix is ill-conditioned|"
         r"diagonal element \d{1,9} is zero, the (?:inversion|solve) could not be completed)|"
