@@ -26,6 +26,11 @@ FAILED = {
         "(TrainController pid=812) 2025-02-11 10:02:33,101\tERROR worker.py:408 -- "
         "The actor died unexpectedly before finishing this task.",
     ],
+    "wandb gives up reaching its server at init": [
+        "wandb: Currently logged in as: demo-user. Use `wandb login --relogin` to force relogin",
+        "wandb: \\ Waiting for wandb.init()...",
+        "wandb: ERROR Run initialization has timed out after 90.0 sec. ",
+    ],
     "hydra's own config error, without a traceback": [
         "Additional config directory '/work/exp/conf/pretraining' not found",
         "",
@@ -311,6 +316,26 @@ HEALTHY = {
         "2026-12-04 03:12:41.789842: E external/xla/xla/service/slow_operation_alarm.cc:133] The operation took "
         "2.216622055s",
         "I1204 03:12:55.104428 139871 train.py:141] step 0: loss=4.118",
+    ],
+    "inductor's max-autotune skips candidate kernels it could not run, and training goes on": [
+        "E0412 08:14:02.331000 91822 site-packages/torch/_inductor/select_algorithm.py:1795] [2/0] Runtime error "
+        "during autotuning: ",
+        "E0412 08:14:02.331000 91822 site-packages/torch/_inductor/select_algorithm.py:1795] [2/0] No valid triton "
+        "configs. OutOfResources: out of resource: shared memory, Required: 196608, Hardware limit: 166912. Reducing "
+        "block sizes or `num_stages` may help.. ",
+        "E0412 08:14:02.331000 91822 site-packages/torch/_inductor/select_algorithm.py:1795] [2/0] Ignoring this "
+        "choice.",
+        "step 10 | loss 3.912 | lr 1.0e-04",
+    ],
+    "conda activate in a batch shell conda was not initialised for, then the job runs": [
+        "",
+        "CommandNotFoundError: Your shell has not been properly configured to use 'conda activate'.",
+        "To initialize your shell, run",
+        "",
+        "    $ conda init <SHELL_NAME>",
+        "",
+        "epoch 1 | val_acc 0.8812",
+        "done in 612.3 s",
     ],
     "a compute-sanitizer run that found nothing": [
         "========= COMPUTE-SANITIZER",

@@ -204,6 +204,8 @@ INTERNAL_PATTERNS: tuple[InternalPattern, ...] = (
         r"={9} {1,8}(?:Invalid __\w{1,10}__ |Uninitialized __\w{1,10}__ memory read|Program hit cuda|ERROR SUMMARY: [1-9])|"
         r"\bNCCL error in: \S{1,300}:\d{1,6}, |\bFailed: (?:Cuda|NCCL|HIP|MPI) error \S{1,300}:\d{1,6} '|"
         r"\bOMP: Error #\d{1,4}: |"
+        # wandb.init giving up on its server (the CommError it raises may not be in the paste)
+        r"wandb: ERROR Run initialization has timed out after |"
         r"(?:^|[\s:\]])" + HYDRA_CLOSING + r" for a complete stack trace|"
         r": The (?:factorization could not be completed because the input is not positive-definite|"
         r"algorithm failed to converge because the input matrix is ill-conditioned|"
@@ -237,6 +239,11 @@ INTERNAL_PATTERNS: tuple[InternalPattern, ...] = (
         r"libnccl-(?:net|tuner|profiler|env)\S{0,40}: cannot open shared object file|"
         r"libibverbs: Warning: couldn't load driver|UserWarning: CUDA initialization: Found no NVIDIA driver|"
         r"failed call to cuInit: (?:INTERNAL: CUDA error: Failed call to cuInit: )?(?:UNKNOWN ERROR \(303\)|CUDA_ERROR_NO_DEVICE\b)|"
+        # Inductor's max-autotune logs (at E level) each candidate kernel that failed to compile or run,
+        # and skips it (torch/_inductor/select_algorithm.py; NoValidChoicesError if none is left);
+        # `conda activate` in a shell conda was not initialised for prints its error and the job goes on
+        r"select_algorithm\.py:\d{1,5}\] (?:\[[^\]\n]{1,40}\] )?(?:Runtime error during autotuning|No valid triton configs|Ignoring this choice)|"
+        r"CommandNotFoundError: Your shell has not been properly configured to use 'conda activate'|"
         # XLA's slow-compile alarm logs at E level while compilation goes on (xla/service/slow_operation_alarm.cc)
         r"slow_operation_alarm\.cc:\d{1,5}\] (?:Constant folding an instruction is taking > |The operation took \d|"
         r"Very slow compile\?))",
