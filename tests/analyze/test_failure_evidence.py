@@ -337,6 +337,11 @@ HEALTHY = {
         "epoch 1 | val_acc 0.8812",
         "done in 612.3 s",
     ],
+    "xformers probes for triton at import on a machine without it, and training goes on": [
+        "A matching Triton is not available, some optimizations will not be enabled.",
+        "Error caught was: No module named 'triton'",
+        "steps:  12%|#2        | 120/1000 [01:40<12:13,  1.20it/s, avr_loss=0.0921]",
+    ],
     "a compute-sanitizer run that found nothing": [
         "========= COMPUTE-SANITIZER",
         "step 0 loss 2.304",

@@ -241,9 +241,11 @@ INTERNAL_PATTERNS: tuple[InternalPattern, ...] = (
         r"failed call to cuInit: (?:INTERNAL: CUDA error: Failed call to cuInit: )?(?:UNKNOWN ERROR \(303\)|CUDA_ERROR_NO_DEVICE\b)|"
         # Inductor's max-autotune logs (at E level) each candidate kernel that failed to compile or run,
         # and skips it (torch/_inductor/select_algorithm.py; NoValidChoicesError if none is left);
-        # `conda activate` in a shell conda was not initialised for prints its error and the job goes on
+        # `conda activate` in a shell conda was not initialised for prints its error and the job goes on;
         r"select_algorithm\.py:\d{1,5}\] (?:\[[^\]\n]{1,40}\] )?(?:Runtime error during autotuning|No valid triton configs|Ignoring this choice)|"
         r"CommandNotFoundError: Your shell has not been properly configured to use 'conda activate'|"
+        # xFormers probing for Triton at import (a warning; xFormers runs without it)
+        r"A matching Triton is not available, some optimizations wil|^Error caught was: No module named 'triton'|"
         # XLA's slow-compile alarm logs at E level while compilation goes on (xla/service/slow_operation_alarm.cc)
         r"slow_operation_alarm\.cc:\d{1,5}\] (?:Constant folding an instruction is taking > |The operation took \d|"
         r"Very slow compile\?))",
