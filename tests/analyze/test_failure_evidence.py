@@ -31,6 +31,11 @@ FAILED = {
         "wandb: \\ Waiting for wandb.init()...",
         "wandb: ERROR Run initialization has timed out after 90.0 sec. ",
     ],
+    "mpich aborts in MPI_Init": [
+        "MPICH ERROR [Rank 0] [job id 88123.0] [Mon Mar  3 10:12:40 2025] [x1000c0s1b0n0] - Abort(1091215) (rank 0 in "
+        "comm 0): Fatal error in PMPI_Init_thread: Other MPI error, error stack:",
+        "MPIR_Init_thread(170).......:",
+    ],
     "hydra's own config error, without a traceback": [
         "Additional config directory '/work/exp/conf/pretraining' not found",
         "",

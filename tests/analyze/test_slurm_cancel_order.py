@@ -29,3 +29,17 @@ def test_a_cancel_before_any_task_failure_is_the_signal(tmp_path: Path) -> None:
     lines = [_CANCELLED, *_KILLED, _TASK_FAILED]
     root, _ = _diagnose(tmp_path, lines)
     assert root == "launcher-signal-received"
+
+
+def test_slurmstepds_oom_line_under_an_srun_label_names_no_task(tmp_path: Path) -> None:
+    """With `srun --label`, slurmstepd's step-wide OOM notice arrives under some task's `N:` label;
+    the task the OOM killer hit is the one srun names."""
+    lines = [
+        "0: iteration 1/ 100 | lm loss: 9.81E+00 |",
+        "3: iteration 1/ 100 | lm loss: 9.81E+00 |",
+        "0: slurmstepd: error: Detected 1 oom_kill event in StepId=5521.0. Some of the step tasks have been OOM Killed.",
+        "srun: error: nid001234: task 3: Out Of Memory",
+        "srun: Terminating StepId=5521.0",
+    ]
+    root, rank = _diagnose(tmp_path, lines)
+    assert (root, rank) == ("host-oom-killed", 3)

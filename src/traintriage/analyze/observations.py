@@ -123,6 +123,9 @@ def printed_time(observation: Observation) -> datetime | None:
     return parse_prefix(observation.hit.text, observation.time.year).time
 
 
+STEP_DAEMON = "slurmstepd: "
+
+
 def place(scans: list[SourceScan], sources: list[Source]) -> list[Observation]:
     observations: list[Observation] = []
     year = _dominant_year(scans)
@@ -132,6 +135,8 @@ def place(scans: list[SourceScan], sources: list[Source]) -> list[Observation]:
         source = sources[scan.source]
         for hit, prefix in zip(scan.hits, prefixes, strict=True):
             rank = prefix.rank if prefix.rank is not None else source.rank
+            if prefix.message.startswith(STEP_DAEMON):
+                rank = None  # slurmstepd speaks for the whole step; srun's `N:` label only names the stream it went to
             if rank is None and local_is_global:
                 rank = prefix.local_rank
             if rank is None:
