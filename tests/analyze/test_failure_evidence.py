@@ -347,6 +347,15 @@ HEALTHY = {
         "Error caught was: No module named 'triton'",
         "steps:  12%|#2        | 120/1000 [01:40<12:13,  1.20it/s, avr_loss=0.0921]",
     ],
+    "xformers logs its failed triton import with the traceback, and training goes on": [
+        "A matching Triton is not available, some optimizations will not be enabled",
+        "Traceback (most recent call last):",
+        '  File "/opt/venv/lib/python3.10/site-packages/xformers/__init__.py", line 57, in _is_triton_available',
+        "    import triton  # noqa",
+        "ModuleNotFoundError: No module named 'triton'",
+        "steps:  12%|#2        | 120/1000 [01:40<12:13,  1.20it/s, avr_loss=0.0921]",
+        "steps:  13%|#3        | 130/1000 [01:48<12:03,  1.20it/s, avr_loss=0.0917]",
+    ],
     "a compute-sanitizer run that found nothing": [
         "========= COMPUTE-SANITIZER",
         "step 0 loss 2.304",

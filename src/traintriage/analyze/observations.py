@@ -22,6 +22,7 @@ from traintriage.parse.traceback import Traceback, parse_traceback
 
 _YEAR = re.compile(r"\b(20\d\d)-\d\d-\d\d[T _]\d\d:\d\d")
 _REPORT_RANKS = re.compile(r"rank\s*: (\d{1,6}) \(local_rank: (\d{1,6})\)")
+_STEP_DAEMON = "slurmstepd: "
 
 
 @dataclass
@@ -123,9 +124,6 @@ def printed_time(observation: Observation) -> datetime | None:
     return parse_prefix(observation.hit.text, observation.time.year).time
 
 
-STEP_DAEMON = "slurmstepd: "
-
-
 def place(scans: list[SourceScan], sources: list[Source]) -> list[Observation]:
     observations: list[Observation] = []
     year = _dominant_year(scans)
@@ -135,7 +133,7 @@ def place(scans: list[SourceScan], sources: list[Source]) -> list[Observation]:
         source = sources[scan.source]
         for hit, prefix in zip(scan.hits, prefixes, strict=True):
             rank = prefix.rank if prefix.rank is not None else source.rank
-            if prefix.message.startswith(STEP_DAEMON):
+            if prefix.message.startswith(_STEP_DAEMON):
                 rank = None  # slurmstepd speaks for the whole step; srun's `N:` label only names the stream it went to
             if rank is None and local_is_global:
                 rank = prefix.local_rank

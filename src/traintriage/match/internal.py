@@ -246,8 +246,9 @@ INTERNAL_PATTERNS: tuple[InternalPattern, ...] = (
         # `conda activate` in a shell conda was not initialised for prints its error and the job goes on;
         r"select_algorithm\.py:\d{1,5}\] (?:\[[^\]\n]{1,40}\] )?(?:Runtime error during autotuning|No valid triton configs|Ignoring this choice)|"
         r"CommandNotFoundError: Your shell has not been properly configured to use 'conda activate'|"
-        # xFormers probing for Triton at import (a warning; xFormers runs without it)
-        r"A matching Triton is not available, some optimizations wil|^Error caught was: No module named 'triton'|"
+        # xFormers probing for Triton at import, older releases (a warning; xFormers runs without it;
+        # newer ones log the ImportError's traceback, which python-package-missing's excludes cover)
+        r"^Error caught was: No module named 'triton'|"
         # XLA's slow-compile alarm logs at E level while compilation goes on (xla/service/slow_operation_alarm.cc)
         r"slow_operation_alarm\.cc:\d{1,5}\] (?:Constant folding an instruction is taking > |The operation took \d|"
         r"Very slow compile\?))",

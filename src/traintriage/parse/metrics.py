@@ -19,7 +19,7 @@ from traintriage.parse.prefix import parse_prefix
 # pattern's literal only without IGNORECASE, and these run on every sampled line of a big log.
 _NUMBER = r"[-+]?(?:\d+\.?\d*(?:e[-+]?\d+)?|\.\d+(?:e[-+]?\d+)?|nan|inf|infinity|-inf)"
 # A number may end a sentence (`ends with loss NaN.`), but not run on into more digits or a word.
-_LOSS = re.compile(r"(?<![\w/])(?:lm |train[_/])?loss(?:_?value)?['\"]?\s*(?:is\s+)?[:=]?\s*['\"]?(" + _NUMBER + r")(?!\w|\.\w)")
+_LOSS = re.compile(r"(?<![\w/])(?:lm |train[_/]|av[gr]_)?loss(?:_?value)?['\"]?\s*(?:is\s+)?[:=]?\s*['\"]?(" + _NUMBER + r")(?!\w|\.\w)")
 _TERM_NAN = re.compile(r"loss['\"]?\s*[:=]\s*['\"]?[-+]?nan(?![\w.])")
 """A NaN in any loss term (`actor/pg_loss:nan`, `kl_loss=nan`): the objective they sum to is
 NaN too. Read only when the line reports no loss of its own, and NaN only: `best_loss: inf`
