@@ -22,6 +22,9 @@ from traintriage.parse.metrics import MetricSampler, parse_metric_line
          "learning rate: 1.5E-04 | lm loss: 3.217E+00 | grad norm: 1.043 |", 100, 3.217),
         ("{'loss': 1.9832, 'grad_norm': 0.713, 'learning_rate': 4.9e-05, 'epoch': 0.12}", None, 1.9832),
         ("Epoch 0:  45%|####5     | 45/100 [00:03<00:04, 12.3it/s, v_num=0, train_loss=0.512]", None, 0.512),
+        # kohya sd-scripts' tqdm postfix: the running average of the training loss
+        ("steps:  12%|#2        | 120/1000 [01:40<12:13,  1.20it/s, avr_loss=0.0921]", None, 0.0921),
+        ("epoch 3 | step 400 | avg_loss 1.207", 400, 1.207),
     ],
 )
 def test_loss_and_step(line: str, step: int | None, loss: float) -> None:
@@ -38,6 +41,7 @@ def test_a_nan_loss_term_is_a_nan_loss_when_the_line_has_no_loss_of_its_own() ->
     finite = parse_metric_line("step:12 - actor/pg_loss:0.03 - actor/vf_loss:nan - loss: 1.25", 0, 1)
     assert finite is not None and finite.loss == pytest.approx(1.25)
     assert parse_metric_line("epoch 0 - best_val_loss: inf", 0, 1) is None
+    assert parse_metric_line("epoch 0 - val_loss: 0.93", 0, 1) is None
 
 
 def test_megatron_step_time_in_ms_is_seconds() -> None:
