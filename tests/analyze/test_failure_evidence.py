@@ -342,6 +342,13 @@ HEALTHY = {
         "epoch 1 | val_acc 0.8812",
         "done in 612.3 s",
     ],
+    "vllm from a source checkout warns it cannot read its commit hash, and falls back to version dev": [
+        "/opt/venv/lib/python3.10/site-packages/vllm/__init__.py:7: RuntimeWarning: Failed to read commit hash:",
+        "No module named 'vllm._version'",
+        "  from vllm.version import __version__ as VLLM_VERSION",
+        "(RolloutWorker pid=41877) No module named 'vllm._version'",
+        "(RolloutWorker pid=41877)   from vllm.version import __version__ as VLLM_VERSION",
+    ],
     "xformers probes for triton at import on a machine without it, and training goes on": [
         "A matching Triton is not available, some optimizations will not be enabled.",
         "Error caught was: No module named 'triton'",

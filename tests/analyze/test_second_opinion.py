@@ -74,3 +74,21 @@ def test_a_status_the_nearest_entry_does_not_list_keeps_it_a_candidate() -> None
     assert index.contradicts("cublas-execution-failed", {("CUBLAS_STATUS_", "INVALID_VALUE")})
     assert not index.contradicts("cublas-execution-failed", {("CUBLAS_STATUS_", "EXECUTION_FAILED")})
     assert not index.contradicts("cublas-execution-failed", {("CUDNN_STATUS_", "BAD_PARAM")})  # no word on another family
+
+
+def test_a_paste_cut_before_its_error_offers_the_entries_its_supporting_lines_name(tmp_path: Path) -> None:
+    """Only a supporting line matched (checkpointing's warning that no input requires grad), and the
+    traceback ends before its exception: the entry is offered as a candidate, never the root cause."""
+    path = tmp_path / "pasted.log"
+    path.write_text(
+        "/opt/venv/lib/python3.10/site-packages/torch/utils/checkpoint.py:61: UserWarning: None of the inputs have "
+        "requires_grad=True. Gradients will be None\n"
+        "Traceback (most recent call last):\n"
+        '  File "/home/alice/lora/train.py", line 311, in <module>\n'
+        "    trainer.train()\n"
+        '  File "/opt/venv/lib/python3.10/site-packages/transformers/trainer.py", line 2241, in train\n'
+        "    return inner_training_loop(\n")
+    diagnosis = diagnose([str(path)])
+    assert diagnosis.status == Status.unknown_failure and diagnosis.root_cause is None
+    assert "tensor-no-grad" in [c.id for c in diagnosis.candidates]
+    assert all(c.confidence < 0.3 for c in diagnosis.candidates)

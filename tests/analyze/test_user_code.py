@@ -227,3 +227,45 @@ def test_an_error_the_scripts_own_line_caused_is_the_scripts(tmp_path: Path, log
     assert diagnosis.root_cause is not None and diagnosis.root_cause.id == "user-code-exception"
     frame = diagnosis.root_cause.user_frame
     assert frame is not None and frame.line == line
+
+
+CHECK_WITH_A_MESSAGE = """Traceback (most recent call last):
+  File "/home/alice/det/train.py", line 488, in <module>
+    train(hyp, opt, device)
+  File "/home/alice/det/train.py", line 203, in train
+    assert max_label < num_classes, f'Label class {max_label} exceeds num_classes={num_classes} in {opt.data}'
+AssertionError: Label class 7 exceeds num_classes=5 in data/parts.yaml
+"""
+
+RAISE_WITH_A_MESSAGE = """Traceback (most recent call last):
+  File "/home/alice/llm/src/launch.py", line 41, in <module>
+    run_exp()
+  File "/home/alice/llm/src/hparams/parser.py", line 212, in get_train_args
+    raise ValueError("Please launch distributed training with torchrun to use DeepSpeed.")
+ValueError: Please launch distributed training with torchrun to use DeepSpeed.
+"""
+
+BARE_ASSERT = """Traceback (most recent call last):
+  File "/home/alice/proj/train.py", line 77, in <module>
+    assert batch["input_ids"].shape[1] <= 2048
+AssertionError
+"""
+
+
+@pytest.mark.parametrize("log", [CHECK_WITH_A_MESSAGE, RAISE_WITH_A_MESSAGE], ids=["assert-with-message", "raise-with-message"])
+def test_a_check_the_project_explains_is_unknown_not_a_script_bug(tmp_path: Path, log: str) -> None:
+    """The project's own code refused its input on purpose and says why: the message names a
+    cause the KB lacks, so the run is an unknown failure shown with that message."""
+    path = tmp_path / "train.log"
+    path.write_text(log)
+    diagnosis = diagnose([str(path)])
+    assert diagnosis.status.value == "unknown-failure"
+    assert any("Error: " in e.text for e in diagnosis.unknown)
+
+
+def test_a_bare_assert_in_the_script_stays_the_scripts_error(tmp_path: Path) -> None:
+    path = tmp_path / "train.log"
+    path.write_text(BARE_ASSERT)
+    diagnosis = diagnose([str(path)])
+    assert diagnosis.root_cause is not None and diagnosis.root_cause.id == "user-code-exception"
+    assert diagnosis.root_cause.user_frame is not None and diagnosis.root_cause.user_frame.line == 77

@@ -12,7 +12,7 @@ from traintriage.analyze.observations import Observation, local_tags_are_global,
 from traintriage.analyze.ranks import SuspectRank, earliest_rank, report_ranks, suspects_for
 from traintriage.analyze.refine import USER_CODE
 from traintriage.analyze.salient import excused_orders, failure_evidence, salient_lines, worker_errors
-from traintriage.analyze.scoring import Candidate, rank_candidates, score_entries
+from traintriage.analyze.scoring import Candidate, rank_candidates, score_entries, supporting_hints
 from traintriage.analyze.script_error import SCRIPT_ERROR_SCORE, raised_in_script
 from traintriage.analyze.second_opinion import second_opinion
 from traintriage.analyze.timing import NO_PROGRESS, hang_finding
@@ -163,6 +163,11 @@ def analyze(
                           "raised from the script's own code (the deepest frame of its traceback)")
         ranked = [root] + [c for c in ranked if c.entry_id != USER_CODE]
 
+    hints = supporting_hints(observations, scanner, excused) if root is None and failed else []
+    if hints:  # after the entries of similar wording: a supporting line is often generic (`terminate called`)
+        offered = {c.entry_id for c in ranked}
+        ranked = ranked + [h for h in hints if h.entry_id not in offered]
+
     signalled = [o for o in _internal(observations, scanner, Internal.fatal_signal)
                  if not _COLLATERAL_SIGNAL.search(o.hit.text)]
     agent_lines = _internal(observations, scanner, Internal.agent_failure)
@@ -181,6 +186,7 @@ def analyze(
            else _confidence([c for c in ranked if c.entry_id not in explained], ranked))
     if script_error is not None:
         raw = {**raw, USER_CODE: SCRIPT_ERROR_SCORE}
+    raw = {**raw, **{h.entry_id: round(h.score, 2) for h in hints}}
     confidence = {entry_id: calibrated(value) for entry_id, value in raw.items()}
     return Analysis(ranked=ranked, root=root, collateral=collateral, suspects=suspects,
                     initiating_rank=initiating, seen_ranks=seen_ranks, anomalies=anomalies,

@@ -133,6 +133,36 @@ def score_entries(
     return candidates
 
 
+HINT_FACTOR = 0.5
+"""A supporting signature alone is a hint, not a diagnosis: its weight halved stays under the
+engine's threshold, so a hint is offered as a candidate and never called the root cause."""
+
+
+def supporting_hints(
+    observations: list[Observation], scanner: Scanner, ignored: frozenset[int] | set[int] = frozenset()
+) -> list[Candidate]:
+    """Entries only supporting signatures point to (a frame, a warning that comes before the
+    failure), best first: when no class explains a failure, often because the paste ends before
+    its decisive line, the lines they matched are the best hint left."""
+    table = scanner.table
+    found: dict[str, Candidate] = {}
+    for observation in observations:
+        if observation.order in ignored:
+            continue
+        for pattern in observation.hit.patterns:
+            info = table[pattern]
+            if info.kind is not PatternKind.signature or info.role is not Role.supporting:
+                continue
+            hint = found.get(info.entry_id)
+            if hint is None:
+                hint = found[info.entry_id] = Candidate(entry_id=info.entry_id, score=0.0, nature=Nature.root,
+                                                        reason="only supporting lines matched")
+            hint.score = max(hint.score, info.weight * HINT_FACTOR)
+            hint.roots.append(observation)
+            hint.signatures = hint.signatures | {info.signature_id}
+    return rank_candidates(found)
+
+
 def rank_candidates(candidates: dict[str, Candidate]) -> list[Candidate]:
     """Best first: score, then more distinct evidence, then the failure seen first."""
     return sorted(candidates.values(), key=lambda c: (-round(c.score, 3), -c.evidence_kinds, c.first_key, c.entry_id))

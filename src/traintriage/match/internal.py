@@ -249,6 +249,9 @@ INTERNAL_PATTERNS: tuple[InternalPattern, ...] = (
         # xFormers probing for Triton at import, older releases (a warning; xFormers runs without it;
         # newer ones log the ImportError's traceback, which python-package-missing's excludes cover)
         r"^Error caught was: No module named 'triton'|"
+        # vLLM's version.py without its generated _version module (a source checkout): it warns
+        # `Failed to read commit hash:` with the import error and falls back to version "dev"
+        r"(?:^|\) |\]: ?)No module named 'vllm\._version'\s*$|"
         # XLA's slow-compile alarm logs at E level while compilation goes on (xla/service/slow_operation_alarm.cc)
         r"slow_operation_alarm\.cc:\d{1,5}\] (?:Constant folding an instruction is taking > |The operation took \d|"
         r"Very slow compile\?))",
