@@ -92,3 +92,20 @@ def test_a_paste_cut_before_its_error_offers_the_entries_its_supporting_lines_na
     assert diagnosis.status == Status.unknown_failure and diagnosis.root_cause is None
     assert "tensor-no-grad" in [c.id for c in diagnosis.candidates]
     assert all(c.confidence < 0.3 for c in diagnosis.candidates)
+
+
+def test_a_paste_cut_inside_a_traceback_offers_what_its_last_frame_was_doing(tmp_path: Path) -> None:
+    """The paste ends on a frame, before the exception: the last frame's words (a chat template
+    applied to a tokenizer) point to an entry, offered with low confidence and never as the root."""
+    path = tmp_path / "pasted.log"
+    path.write_text(
+        "[rank0]: Traceback (most recent call last):\n"
+        '[rank0]:   File "/home/bob/sft/train.py", line 140, in <module>\n'
+        "[rank0]:     trainer = SFTTrainer(model=model, train_dataset=ds, formatting_func=fmt)\n"
+        '[rank0]:   File "/opt/venv/lib/python3.11/site-packages/trl/trainer/sft_trainer.py", line 301, in fmt\n'
+        "[rank0]:     return tokenizer.apply_chat_template(example['messages'], tokenize=False)\n"
+        "[rank0]:            ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^\n")
+    diagnosis = diagnose([str(path)])
+    assert diagnosis.status == Status.unknown_failure and diagnosis.root_cause is None
+    assert diagnosis.candidates[0].id == "chat-template-missing"
+    assert diagnosis.candidates[0].confidence < 0.5

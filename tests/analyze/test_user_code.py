@@ -169,13 +169,22 @@ AssertionError: No inf checks were recorded for this optimizer.
 """
 
 
+CODEC_ERROR_READING_A_FILE = """Traceback (most recent call last):
+  File "C:\\Users\\li\\ner\\train.py", line 52, in <module>
+    vocab = load_vocab(args.embeddings)
+  File "C:\\Users\\li\\ner\\util\\vocab.py", line 18, in load_vocab
+    for line in handle:
+UnicodeDecodeError: 'gbk' codec can't decode byte 0x9d in position 4411: illegal multibyte sequence
+"""
+
+
 @pytest.mark.parametrize(
     ("log", "quoted"),
     [(RAISED_IN_A_COMPILED_EXTENSION, "Unable to open file"), (RAISED_IN_A_CYTHON_INCLUDE, "ArrowCapacityError"),
      (RAISED_INSIDE_JAX, "XlaRuntimeError"), (ASSERTED_BY_A_PACKAGE, "No inf checks"),
-     (LIBRARY_ERROR_SHOWN_AT_A_NOTEBOOK_CELL, "libdevice not found")],
+     (LIBRARY_ERROR_SHOWN_AT_A_NOTEBOOK_CELL, "libdevice not found"), (CODEC_ERROR_READING_A_FILE, "'gbk' codec")],
     ids=["cython-frame", "cython-include-frame", "xla-runtime-under-filtered-frames", "a-packages-own-assert",
-         "a-library-error-at-a-notebook-cell"],
+         "a-library-error-at-a-notebook-cell", "a-codec-error-on-the-scripts-read"],
 )
 def test_an_error_raised_below_what_the_traceback_shows_is_not_the_scripts(tmp_path: Path, log: str, quoted: str) -> None:
     """Cython frames (`h5py/h5f.pyx`, `pyarrow/error.pxi`) are printed with a relative path like a

@@ -8,13 +8,14 @@ from datetime import datetime, timezone
 
 from traintriage.analyze import curves, refine
 from traintriage.analyze.confidence_map import calibrated
+from traintriage.analyze.cut_traceback import last_frame_lines
 from traintriage.analyze.observations import Observation, local_tags_are_global, traceback_before
 from traintriage.analyze.ranks import SuspectRank, earliest_rank, report_ranks, suspects_for
 from traintriage.analyze.refine import USER_CODE
 from traintriage.analyze.salient import excused_orders, failure_evidence, salient_lines, worker_errors
 from traintriage.analyze.scoring import Candidate, rank_candidates, score_entries, supporting_hints
 from traintriage.analyze.script_error import SCRIPT_ERROR_SCORE, raised_in_script
-from traintriage.analyze.second_opinion import second_opinion
+from traintriage.analyze.second_opinion import as_hints, second_opinion
 from traintriage.analyze.timing import NO_PROGRESS, hang_finding
 from traintriage.kb.loader import KnowledgeBase
 from traintriage.kb.schema import Entry, Nature, Role
@@ -155,6 +156,9 @@ def analyze(
     failed = root is not None or bool(evidence)
     salient = salient_lines(observations, scanner, excused) if root is None and failed else []
     opinion = second_opinion(salient, kb, scanner) if salient else None
+    cut = last_frame_lines(scans, names) if root is None and failed and not salient else []
+    if cut:  # the words of the last frame hint, they never name the root cause
+        opinion = as_hints(second_opinion(cut, kb, scanner))
     if opinion is not None:
         ranked, root = opinion.candidates, opinion.root
     script_error = raised_in_script(salient) if root is None and USER_CODE in kb.entries else None
@@ -164,9 +168,13 @@ def analyze(
         ranked = [root] + [c for c in ranked if c.entry_id != USER_CODE]
 
     hints = supporting_hints(observations, scanner, excused) if root is None and failed else []
-    if hints:  # after the entries of similar wording: a supporting line is often generic (`terminate called`)
-        offered = {c.entry_id for c in ranked}
-        ranked = ranked + [h for h in hints if h.entry_id not in offered]
+    if hints:
+        # After the entries of similar wording (a supporting line is often generic: `terminate
+        # called`), but after only the first of those a cut traceback's last frame suggests.
+        lead = ranked[:1] if cut else ranked
+        offered = {c.entry_id for c in lead}
+        fresh = [h for h in hints if h.entry_id not in offered]
+        ranked = lead + fresh + [c for c in ranked[len(lead):] if c.entry_id not in {h.entry_id for h in fresh}]
 
     signalled = [o for o in _internal(observations, scanner, Internal.fatal_signal)
                  if not _COLLATERAL_SIGNAL.search(o.hit.text)]

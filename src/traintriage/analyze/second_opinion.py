@@ -83,6 +83,17 @@ def second_opinion(salient: list[Observation], kb: KnowledgeBase, scanner: Scann
     return Opinion(candidates, confidence, candidates[0] if strong else None)
 
 
+HINT_CONFIDENCE = 0.35
+"""The most a hint may claim: wording near an entry's, read from lines that do not say what failed."""
+
+
+def as_hints(opinion: Opinion) -> Opinion:
+    """The opinion's candidates as hints only: no root cause, no confidence above HINT_CONFIDENCE."""
+    for candidate in opinion.candidates:
+        candidate.score = min(candidate.score, HINT_CONFIDENCE)
+    return Opinion(opinion.candidates, {k: min(v, HINT_CONFIDENCE) for k, v in opinion.confidence.items()}, None)
+
+
 def _lines_for(entry_id: str, salient: list[Observation], index: SimilarityIndex) -> list[Observation]:
     """The salient lines whose own words point to the entry, most telling first."""
     from traintriage.match.similar import query_words
