@@ -64,6 +64,7 @@ def test_warnings_progress_counts_and_tracker_lines_at_the_end_are_not_failures(
                  "ERROR 2021-07-15T20:36:13 23/99  65%|#| 1200/1860 [04:57<02:47,  3.94it/s]",
                  "wandb: ERROR Error while calling W&B API: internal database error (<Response [500]>)",
                  "Network error (ConnectionError), entering retry loop.",
+                 "STFT loss failed on device; falling back to CPU",
                  "epoch 9: top-1 error rate 0.041", "tests: 12 passed, 0 failed",
                  "INFO:absl:Failed to get flag value for EXPERIMENTAL_FLAG",
                  "srun: error: spank: x11.so: Plugin file not found",
