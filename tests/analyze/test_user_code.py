@@ -261,8 +261,9 @@ AssertionError
 """
 
 
-@pytest.mark.parametrize("log", [CHECK_WITH_A_MESSAGE, RAISE_WITH_A_MESSAGE], ids=["assert-with-message", "raise-with-message"])
-def test_a_check_the_project_explains_is_unknown_not_a_script_bug(tmp_path: Path, log: str) -> None:
+@pytest.mark.parametrize(("log", "line"), [(CHECK_WITH_A_MESSAGE, "train.py:203"), (RAISE_WITH_A_MESSAGE, "parser.py:212")],
+                         ids=["assert-with-message", "raise-with-message"])
+def test_a_check_the_project_explains_is_unknown_not_a_script_bug(tmp_path: Path, log: str, line: str) -> None:
     """The project's own code refused its input on purpose and says why: the message names a
     cause the KB lacks, so the run is an unknown failure shown with that message."""
     path = tmp_path / "train.log"
@@ -270,6 +271,7 @@ def test_a_check_the_project_explains_is_unknown_not_a_script_bug(tmp_path: Path
     diagnosis = diagnose([str(path)])
     assert diagnosis.status.value == "unknown-failure"
     assert any("Error: " in e.text for e in diagnosis.unknown)
+    assert any(line in note for note in diagnosis.notes), "the report still says where the user's code raised it"
 
 
 def test_a_bare_assert_in_the_script_stays_the_scripts_error(tmp_path: Path) -> None:

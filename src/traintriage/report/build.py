@@ -9,7 +9,7 @@ import warnings
 
 from traintriage.analyze.engine import Analysis
 from traintriage.analyze.facts import RunFacts, kept_texts, run_facts
-from traintriage.analyze.observations import Observation, printed_time, same_rank_context
+from traintriage.analyze.observations import Observation, printed_time, same_rank_context, traceback_before
 from traintriage.analyze.scoring import Candidate
 from traintriage.ingest.sources import Source
 from traintriage.kb.loader import KnowledgeBase
@@ -233,6 +233,17 @@ def _report_ranks(scans: list[SourceScan]) -> dict[int, int]:
     return {local: next(iter(ranks)) for local, ranks in pairs.items() if len(ranks) == 1}
 
 
+def _raised_from_your_code(salient: list[Observation]) -> list[str]:
+    """For an unknown failure: where the last salient exception left the user's code, when its
+    traceback shows that (a check the project makes on purpose, a class the KB lacks)."""
+    for observation in reversed(salient):
+        traceback = traceback_before(observation) if observation.hit.before else None
+        frame = traceback.user_frame if traceback is not None else None
+        if frame is not None:
+            return [f"The exception was raised from your code at {frame.file}:{frame.line} in {frame.function}."]
+    return []
+
+
 def build_diagnosis(
     sources: list[Source],
     scans: list[SourceScan],
@@ -255,6 +266,7 @@ def build_diagnosis(
             anomalies=anomalies,
             environment=analysis.environment,
             unknown=[evidence_of(o) for o in analysis.salient] if failed else [],
+            notes=_raised_from_your_code(analysis.salient) if failed else [],
             candidates=[CandidateOut(id=c.entry_id, confidence=analysis.confidence.get(c.entry_id, 0.0))
                         for c in analysis.ranked[:5]],
             initiating_rank=analysis.initiating_rank if failed else None,

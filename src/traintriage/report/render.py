@@ -170,6 +170,7 @@ def text_lines(diagnosis: Diagnosis) -> list[tuple[str, str]]:
         rows.append(("Status", "the run failed, but no known failure class explains it"))
         for evidence in diagnosis.unknown:
             rows.append(("Salient", f"{_where(evidence)}  {quote(evidence.text, TEXT_WIDTH)}"))
+        rows.extend(("Note", note) for note in diagnosis.notes)
     root = diagnosis.root_cause
     if root is not None:
         words = report_words(diagnosis)
@@ -234,6 +235,7 @@ def render_markdown(diagnosis: Diagnosis) -> str:
         out.append(f"## traintriage: {title}\n")
         for evidence in diagnosis.unknown:
             out.append(f"- `{_where(evidence)}` `{quote(evidence.text, TEXT_WIDTH)}`")
+        out.extend(f"\n> {note}" for note in diagnosis.notes)
         return "\n".join(out) + "\n"
     out.append(f"## traintriage: `{root.id}` — {root.title}\n")
     out.append(f"**Confidence** {root.confidence:.2f} · **severity** {root.severity} · **category** {root.category}\n")
