@@ -232,3 +232,22 @@ def test_files_past_the_limit_are_refused_before_they_are_sent(page: Page, tmp_p
     status = page.get_by_role("status")
     assert "the limit is 1 MB" in status.inner_text()
     assert page.url.endswith("/")
+
+
+def test_an_unknown_failure_names_the_users_line(page: Page) -> None:
+    """A check of the project's own code, which no class explains: the page says it is unknown,
+    shows the error line and where the user's code raised it."""
+    page.goto("/")
+    page.get_by_label("Paste a log").fill(
+        "Traceback (most recent call last):\n"
+        '  File "/home/ana/seg/train.py", line 88, in <module>\n'
+        "    check_labels(cfg)\n"
+        '  File "/home/ana/seg/train.py", line 41, in check_labels\n'
+        "    assert top < cfg.classes, f'Mask value {top} exceeds classes={cfg.classes}; relabel the masks'\n"
+        "AssertionError: Mask value 9 exceeds classes=4; relabel the masks\n")
+    page.get_by_role("button", name="Diagnose", exact=True).click()
+    page.wait_for_url(re.compile(r"/d/[\w-]+$"))
+    verdict = page.locator("header.verdict")
+    assert "unknown failure" in verdict.inner_text().lower()
+    assert "train.py:41 in check_labels" in verdict.locator("p.note").inner_text()
+    assert "Mask value 9 exceeds classes=4" in page.inner_text("main")
