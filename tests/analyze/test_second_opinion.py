@@ -13,7 +13,7 @@ from traintriage.match.compiler import load_scanner
 from traintriage.match.scan import LineHit
 from traintriage.match.similar import query_words, similarity_index
 from traintriage.pipeline import diagnose
-from traintriage.report.model import Status
+from traintriage.report.model import Diagnosis, Status
 
 
 def _observations(lines: list[str]) -> list[Observation]:
@@ -76,11 +76,19 @@ def test_a_status_the_nearest_entry_does_not_list_keeps_it_a_candidate() -> None
     assert not index.contradicts("cublas-execution-failed", {("CUDNN_STATUS_", "BAD_PARAM")})  # no word on another family
 
 
+def _unexplained(tmp_path: Path, log: str) -> Diagnosis:
+    """The diagnosis of a pasted log, which must be an unknown failure (no root cause named)."""
+    path = tmp_path / "pasted.log"
+    path.write_text(log)
+    diagnosis = diagnose([str(path)])
+    assert diagnosis.status == Status.unknown_failure and diagnosis.root_cause is None
+    return diagnosis
+
+
 def test_a_paste_cut_before_its_error_offers_the_entries_its_supporting_lines_name(tmp_path: Path) -> None:
     """Only a supporting line matched (checkpointing's warning that no input requires grad), and the
     traceback ends before its exception: the entry is offered as a candidate, never the root cause."""
-    path = tmp_path / "pasted.log"
-    path.write_text(
+    diagnosis = _unexplained(tmp_path,
         "/opt/venv/lib/python3.10/site-packages/torch/utils/checkpoint.py:61: UserWarning: None of the inputs have "
         "requires_grad=True. Gradients will be None\n"
         "Traceback (most recent call last):\n"
@@ -88,8 +96,6 @@ def test_a_paste_cut_before_its_error_offers_the_entries_its_supporting_lines_na
         "    trainer.train()\n"
         '  File "/opt/venv/lib/python3.10/site-packages/transformers/trainer.py", line 2241, in train\n'
         "    return inner_training_loop(\n")
-    diagnosis = diagnose([str(path)])
-    assert diagnosis.status == Status.unknown_failure and diagnosis.root_cause is None
     assert "tensor-no-grad" in [c.id for c in diagnosis.candidates]
     assert all(c.confidence < 0.3 for c in diagnosis.candidates)
 
@@ -97,15 +103,12 @@ def test_a_paste_cut_before_its_error_offers_the_entries_its_supporting_lines_na
 def test_a_paste_cut_inside_a_traceback_offers_what_its_last_frame_was_doing(tmp_path: Path) -> None:
     """The paste ends on a frame, before the exception: the last frame's words (a chat template
     applied to a tokenizer) point to an entry, offered with low confidence and never as the root."""
-    path = tmp_path / "pasted.log"
-    path.write_text(
+    diagnosis = _unexplained(tmp_path,
         "[rank0]: Traceback (most recent call last):\n"
         '[rank0]:   File "/home/bob/sft/train.py", line 140, in <module>\n'
         "[rank0]:     trainer = SFTTrainer(model=model, train_dataset=ds, formatting_func=fmt)\n"
         '[rank0]:   File "/opt/venv/lib/python3.11/site-packages/trl/trainer/sft_trainer.py", line 301, in fmt\n'
         "[rank0]:     return tokenizer.apply_chat_template(example['messages'], tokenize=False)\n"
         "[rank0]:            ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^\n")
-    diagnosis = diagnose([str(path)])
-    assert diagnosis.status == Status.unknown_failure and diagnosis.root_cause is None
     assert diagnosis.candidates[0].id == "chat-template-missing"
     assert diagnosis.candidates[0].confidence < 0.5
