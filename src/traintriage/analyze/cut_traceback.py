@@ -22,7 +22,8 @@ _CARETS = re.compile(r"^[\s~^]+$")
 
 def last_frame_lines(scans: list[SourceScan], names: list[str]) -> list[Observation]:
     """The last frame's `File ...` line and source line of each source whose log ends inside a
-    traceback (a frame after the header, no exception line after it)."""
+    traceback (a frame after the header, no exception line after it). Their line numbers count
+    back from the log's end over the kept tail, which drops blank lines: only the words are used."""
     found: list[Observation] = []
     for scan in scans:
         messages = [parse_prefix(text).message for text in scan.tail]

@@ -194,7 +194,7 @@ def analyze(
            else _confidence([c for c in ranked if c.entry_id not in explained], ranked))
     if script_error is not None:
         raw = {**raw, USER_CODE: SCRIPT_ERROR_SCORE}
-    raw = {**raw, **{h.entry_id: round(h.score, 2) for h in hints}}
+    raw = {**{h.entry_id: round(h.score, 2) for h in hints}, **raw}  # a hint never lowers an opinion's figure
     confidence = {entry_id: calibrated(value) for entry_id, value in raw.items()}
     return Analysis(ranked=ranked, root=root, collateral=collateral, suspects=suspects,
                     initiating_rank=initiating, seen_ranks=seen_ranks, anomalies=anomalies,
