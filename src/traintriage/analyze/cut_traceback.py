@@ -15,9 +15,9 @@ from traintriage.analyze.observations import Observation
 from traintriage.match.scan import LineHit, SourceScan
 from traintriage.parse.prefix import parse_prefix
 
-_FRAME = re.compile(r'^\s*File "[^"\n]{1,1000}", line \d{1,7}, in \S{1,300}')
+_FRAME = re.compile(r'^\s{0,40}File "[^"\n]{1,1000}", line \d{1,7}, in \S{1,300}')
 _HEADER = "Traceback (most recent call last)"
-_CARETS = re.compile(r"^[\s~^]+$")
+_CARETS = re.compile(r"^[\s~^]{1,4000}$")
 
 
 def last_frame_lines(scans: list[SourceScan], names: list[str]) -> list[Observation]:

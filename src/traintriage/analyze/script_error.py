@@ -31,8 +31,8 @@ _XLA_RUNTIME = ("XlaRuntimeError", "JaxRuntimeError")
 _CODEC = ("UnicodeDecodeError", "UnicodeEncodeError")
 """A codec error on the script's `for line in f:` is the file's encoding (or the locale's default
 codec, `'gbk' codec can't decode ...` on a Chinese-locale Windows), not a bug in the line."""
-_EXPLAINED = re.compile(r"(?:^|[\s:\]>.])(\w*(?:Error|Exception)): (.{1,2000})")
-_WORD = re.compile(r"[A-Za-z]{2,}")
+_EXPLAINED = re.compile(r"(?:^|[\s:\]>.])(\w{0,100}(?:Error|Exception)): (.{1,2000})")
+_WORD = re.compile(r"[A-Za-z]{2,100}")
 
 SCRIPT_ERROR_SCORE = 0.45
 """Weaker than any signature of a class: a catch-all, chosen only when nothing else fits."""
