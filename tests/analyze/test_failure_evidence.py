@@ -22,6 +22,13 @@ FAILED = {
         "2025-02-11 10:02:33 - ERROR - trainer - export check failed: [ONNXRuntimeError] : 1 : FAIL : "
         "Load model from encoder.onnx failed: Protobuf parsing failed.",
     ],
+    "torchrun stops the other workers; the failed one was killed before it printed anything": [
+        "Loading checkpoint shards:  62%|######2   | 5/8 [01:12<00:43, 14.41s/it]",
+        "W1104 03:12:09.118000 90211 torch/distributed/elastic/multiprocessing/api.py:897] Sending process 90250 "
+        "closing signal SIGTERM",
+        "W1104 03:12:09.119000 90211 torch/distributed/elastic/multiprocessing/api.py:897] Sending process 90251 "
+        "closing signal SIGTERM",
+    ],
     "a ray actor died, in a log line": [
         "(TrainController pid=812) 2025-02-11 10:02:33,101\tERROR worker.py:408 -- "
         "The actor died unexpectedly before finishing this task.",

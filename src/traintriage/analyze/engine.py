@@ -34,7 +34,7 @@ or a pod's wrapper lines are themselves what it reports)."""
 MONITORED_BARRIER = "monitored-barrier-timeout"
 EXPLAINS_MARGIN = 0.15
 EXCUSED_FACTOR = 0.85
-_COLLATERAL_SIGNAL = re.compile(r"SIGTERM|SIGHUP|SIGINT|Signal 15\b|got signal: 15")
+_COLLATERAL_SIGNAL = re.compile(r"SIGTERM|SIGHUP|SIGINT|Signal 15\b|got signal: 15|closing signal SIG")
 
 
 @dataclass

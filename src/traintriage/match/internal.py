@@ -74,7 +74,11 @@ INTERNAL_PATTERNS: tuple[InternalPattern, ...] = (
     InternalPattern(
         Internal.fatal_signal,
         r"(?:Signal \d+ \(SIG[A-Z]+\) received by PID|Segmentation fault|core dumped|\bAborted\b|"
-        r"exited on signal \d+|\bKilled\b|Fatal Python error)",
+        r"exited on signal \d+|\bKilled\b|Fatal Python error|"
+        # torchrun's agent stopping its workers because one failed or the agent itself was signalled
+        # (torch/distributed/elastic/multiprocessing/api.py, logged at warning level): a failure even
+        # when the failed worker's own lines were not captured (killed mid-load without a traceback)
+        r"Sending process \d+ closing signal SIG[A-Z]+)",
         256,
     ),
     # Any case: Kubernetes says `exitCode: 137` and `Exit Code:    137`, launchers `exit code 1`.
