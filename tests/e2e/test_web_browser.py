@@ -251,3 +251,4 @@ def test_an_unknown_failure_names_the_users_line(page: Page) -> None:
     assert "unknown failure" in verdict.inner_text().lower()
     assert "train.py:41 in check_labels" in verdict.locator("p.note").inner_text()
     assert "Mask value 9 exceeds classes=4" in page.inner_text("main")
+    shot(page, "unknown-failure")

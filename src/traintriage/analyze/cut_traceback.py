@@ -14,9 +14,8 @@ import re
 from traintriage.analyze.observations import Observation
 from traintriage.match.scan import LineHit, SourceScan
 from traintriage.parse.prefix import parse_prefix
+from traintriage.parse.traceback import TRACEBACK_HEADER, is_frame_line
 
-_FRAME = re.compile(r'^\s{0,40}File "[^"\n]{1,1000}", line \d{1,7}, in \S{1,300}')
-_HEADER = "Traceback (most recent call last)"
 _CARETS = re.compile(r"^[\s~^]{1,4000}$")
 
 
@@ -29,9 +28,9 @@ def last_frame_lines(scans: list[SourceScan], names: list[str]) -> list[Observat
         messages = [parse_prefix(text).message for text in scan.tail]
         while messages and (not messages[-1].strip() or _CARETS.match(messages[-1])):
             messages.pop()
-        if not messages or not any(_HEADER in m for m in messages):
+        if not messages or not any(TRACEBACK_HEADER in m for m in messages):
             continue
-        frame_at = next((i for i in range(len(messages) - 1, -1, -1) if _FRAME.match(messages[i])), None)
+        frame_at = next((i for i in range(len(messages) - 1, -1, -1) if is_frame_line(messages[i])), None)
         if frame_at is None or len(messages) - frame_at > 2:
             continue  # something follows the last frame and its source line: the exception, or more
         first = scan.lines - (len(messages) - 1 - frame_at)

@@ -171,10 +171,7 @@ def analyze(
     if hints:
         # After the entries of similar wording (a supporting line is often generic: `terminate
         # called`), but after only the first of those a cut traceback's last frame suggests.
-        lead = ranked[:1] if cut else ranked
-        offered = {c.entry_id for c in lead}
-        fresh = [h for h in hints if h.entry_id not in offered]
-        ranked = lead + fresh + [c for c in ranked[len(lead):] if c.entry_id not in {h.entry_id for h in fresh}]
+        ranked = _with_hints(ranked, hints, lead=1 if cut else len(ranked))
 
     signalled = [o for o in _internal(observations, scanner, Internal.fatal_signal)
                  if not _COLLATERAL_SIGNAL.search(o.hit.text)]
@@ -200,6 +197,14 @@ def analyze(
                     initiating_rank=initiating, seen_ranks=seen_ranks, anomalies=anomalies,
                     environment=environment, traceback=traceback, salient=salient, confidence=confidence,
                     failed=failed, matches=_root_matches(scans, scanner), observations=observations)
+
+
+def _with_hints(ranked: list[Candidate], hints: list[Candidate], lead: int) -> list[Candidate]:
+    """The first `lead` candidates, then the hints they do not already offer, then the rest."""
+    offered = {c.entry_id for c in ranked[:lead]}
+    fresh = [h for h in hints if h.entry_id not in offered]
+    hinted = {h.entry_id for h in fresh}
+    return ranked[:lead] + fresh + [c for c in ranked[lead:] if c.entry_id not in hinted]
 
 
 def _root_matches(scans: list[SourceScan], scanner: Scanner) -> dict[str, int]:

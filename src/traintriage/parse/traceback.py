@@ -67,6 +67,11 @@ class Traceback:
         return user[-1] if user else None
 
 
+def is_frame_line(text: str) -> bool:
+    """A traceback's `File "...", line N, in f` line (leading blanks allowed)."""
+    return _FRAME.match(text) is not None
+
+
 def parse_traceback(lines: list[str], exception_line: str) -> Traceback | None:
     """The traceback that ends at `exception_line`, from the lines printed before it."""
     start = None
