@@ -205,9 +205,46 @@ FAILED = {
         "OMP: Hint This means that multiple copies of the OpenMP runtime have been linked into the program.",
     ],
     "a last line that says the job failed": ["queued 4 nodes", "sbatch: error: Batch job submission failed: Invalid qos"],
+    "gnu make gives up on a build step a package runs at import": [
+        "make: Entering directory '/opt/venv/lib/python3.11/site-packages/some_pkg/datasets/helpers'",
+        "make: *** No targets specified and no makefile found.  Stop.",
+        "make: Leaving directory '/opt/venv/lib/python3.11/site-packages/some_pkg/datasets/helpers'",
+    ],
+    "open mpi could not start its daemon on a node": [
+        "bash: /opt/openmpi/bin/orted: No such file or directory",
+        "--------------------------------------------------------------------------",
+        "ORTE was unable to reliably start one or more daemons.",
+        "This usually is caused by:",
+    ],
+    "a paste of a traceback's frames only, cut before its exception": [
+        '  File "/home/ana/train.py", line 88, in main',
+        "    with accelerator.accumulate(model):",
+        '  File "/opt/venv/lib/python3.10/site-packages/accelerate/accelerator.py", line 1092, in accumulate',
+        "    cm_stack.enter_context(self.no_sync(m))",
+    ],
 }
 
 HEALTHY = {
+    "a traceback printed in full, then training goes on": [
+        "Traceback (most recent call last):",
+        '  File "/home/ana/train.py", line 88, in log_batch',
+        "    wandb.log(metrics)",
+        "ConnectionResetError: [Errno 104] Connection reset by peer",
+        "step 1200 | loss 1.93",
+        "step 1300 | loss 1.91",
+    ],
+    "python reports an exception it ignored at exit, the paste cut in its traceback": [
+        "Epoch 299/299: 100%|##########| 40/40 [00:12<00:00,  3.21it/s]",
+        "Exception ignored in: <function _MultiProcessingDataLoaderIter.__del__ at 0x7f4972feac10>",
+        "Traceback (most recent call last):",
+        '  File "/opt/venv/lib/python3.8/site-packages/torch/utils/data/dataloader.py", line 1328, in __del__',
+        '  File "/opt/venv/lib/python3.8/site-packages/torch/utils/data/dataloader.py", line 1262, in _shutdown_workers',
+    ],
+    "a warning that names the file and line of its caller": [
+        "step 1200 | loss 1.93",
+        '  File "/home/ana/train.py", line 88, in main',
+        "    scheduler.step()",
+    ],
     "onnx runtime falls back to another execution provider": [
         "*************** EP Error ***************",
         "EP Error [ONNXRuntimeError] : 1 : FAIL : TensorRT EP failed to create engine from network. when using "
@@ -430,3 +467,13 @@ def test_hydras_own_error_is_shown_by_its_message_not_by_hydras_closing_line(tmp
     assert diagnosis.status is Status.unknown_failure
     first = diagnosis.unknown[0]
     assert (first.line, first.text) == (1, "Additional config directory '/work/exp/conf/pretraining' not found")
+
+
+def test_a_cut_traceback_names_the_rank_that_printed_it(tmp_path: Path) -> None:
+    """A paste of one rank's frames, without header or exception: that rank is the one that failed."""
+    path = tmp_path / "cut.log"
+    path.write_text("".join(f"[rank2]: {line}\n" for line in FAILED["a paste of a traceback's frames only, cut "
+                                                                    "before its exception"]))
+    diagnosis = diagnose([str(path)])
+    assert diagnosis.status == Status.unknown_failure
+    assert diagnosis.initiating_rank == 2

@@ -177,21 +177,33 @@ CODEC_ERROR_READING_A_FILE = """Traceback (most recent call last):
 UnicodeDecodeError: 'gbk' codec can't decode byte 0x9d in position 4411: illegal multibyte sequence
 """
 
+DEVICE_ERROR_ON_THE_SCRIPTS_CALL = """Traceback (most recent call last):
+  File "/home/li/gen/train.py", line 212, in <module>
+    setup(model)
+  File "/home/li/gen/quant.py", line 43, in setup
+    weight = weight.to(device=device)
+RuntimeError: CUDA error: invalid argument
+CUDA kernel errors might be asynchronously reported at some other API call, so the stacktrace below might be incorrect.
+"""
+
 
 @pytest.mark.parametrize(
     ("log", "quoted"),
     [(RAISED_IN_A_COMPILED_EXTENSION, "Unable to open file"), (RAISED_IN_A_CYTHON_INCLUDE, "ArrowCapacityError"),
      (RAISED_INSIDE_JAX, "XlaRuntimeError"), (ASSERTED_BY_A_PACKAGE, "No inf checks"),
-     (LIBRARY_ERROR_SHOWN_AT_A_NOTEBOOK_CELL, "libdevice not found"), (CODEC_ERROR_READING_A_FILE, "'gbk' codec")],
+     (LIBRARY_ERROR_SHOWN_AT_A_NOTEBOOK_CELL, "libdevice not found"), (CODEC_ERROR_READING_A_FILE, "'gbk' codec"),
+     (DEVICE_ERROR_ON_THE_SCRIPTS_CALL, "CUDA error: invalid argument")],
     ids=["cython-frame", "cython-include-frame", "xla-runtime-under-filtered-frames", "a-packages-own-assert",
-         "a-library-error-at-a-notebook-cell", "a-codec-error-on-the-scripts-read"],
+         "a-library-error-at-a-notebook-cell", "a-codec-error-on-the-scripts-read",
+         "a-cuda-runtime-error-on-the-scripts-call"],
 )
 def test_an_error_raised_below_what_the_traceback_shows_is_not_the_scripts(tmp_path: Path, log: str, quoted: str) -> None:
     """Cython frames (`h5py/h5f.pyx`, `pyarrow/error.pxi`) are printed with a relative path like a
     script's, but they are the extension's own code; an `assert` in a package is its own check; a
     notebook's traceback may fold or filter the library's frames below the cell; JAX drops its own
     frames, so the user's call is the deepest frame shown while the compiled program failed in
-    XLA's runtime. All are unknown failures shown with their line."""
+    XLA's runtime; a CUDA runtime error is the device's, whoever's call met it. All are unknown
+    failures shown with their line."""
     path = tmp_path / "train.log"
     path.write_text(log)
     diagnosis = diagnose([str(path)])

@@ -17,25 +17,58 @@ from traintriage.parse.prefix import parse_prefix
 from traintriage.parse.traceback import TRACEBACK_HEADER, is_frame_line
 
 _CARETS = re.compile(r"^[\s~^]{1,4000}$")
+_IGNORED = "Exception ignored in"
+_EXCEPTION_LINE = re.compile(r"\s{0,40}(?:[A-Za-z_]\w{0,100}\.){0,10}[A-Za-z_]\w{0,100}(?::|\s{0,40}$)")
+"""`AttributeError: ...`, `KeyboardInterrupt`: the line that closes a traceback (a frame's source line is a
+statement, `return next(self.gen)`, never a bare dotted name)."""
 
 
 def last_frame_lines(scans: list[SourceScan], names: list[str]) -> list[Observation]:
     """The last frame's `File ...` line and source line of each source whose log ends inside a
-    traceback (a frame after the header, no exception line after it). Their line numbers count
-    back from the log's end over the kept tail, which drops blank lines: only the words are used."""
+    traceback (see `_cut_at`). Their line numbers count back from the log's end over the kept
+    tail, which drops blank lines: only the words are used. A rank prefix on them is kept."""
     found: list[Observation] = []
     for scan in scans:
-        messages = [parse_prefix(text).message for text in scan.tail]
-        while messages and (not messages[-1].strip() or _CARETS.match(messages[-1])):
-            messages.pop()
-        if not messages or not any(TRACEBACK_HEADER in m for m in messages):
+        prefixes = [parse_prefix(text) for text in scan.tail]
+        messages = [prefix.message for prefix in prefixes]
+        frame_at = _cut_at(messages)
+        if frame_at is None:
             continue
-        frame_at = next((i for i in range(len(messages) - 1, -1, -1) if is_frame_line(messages[i])), None)
-        if frame_at is None or len(messages) - frame_at > 2:
-            continue  # something follows the last frame and its source line: the exception, or more
-        first = scan.lines - (len(messages) - 1 - frame_at)
-        for offset, message in enumerate(messages[frame_at:]):
+        first = scan.lines - (len(_trimmed(messages)) - 1 - frame_at)
+        for offset, message in enumerate(_trimmed(messages)[frame_at:]):
             hit = LineHit(source=scan.source, line=first + offset, text=message, patterns=[])
-            found.append(Observation(hit=hit, source_name=names[scan.source], rank=None, host=None, time=None,
-                                     message=message.strip(), order=-1))
+            found.append(Observation(hit=hit, source_name=names[scan.source], rank=prefixes[frame_at + offset].rank,
+                                     host=None, time=None, message=message.strip(), order=-1))
     return found
+
+
+def ends_in_traceback(scans: list[SourceScan]) -> bool:
+    """Some source's output stops inside a traceback: the process was reporting an exception
+    when its log ended, which no run that went on to finish leaves behind."""
+    return any(_cut_at([parse_prefix(text).message for text in scan.tail]) is not None for scan in scans)
+
+
+def _trimmed(messages: list[str]) -> list[str]:
+    """Without the blank and caret-only lines at the end."""
+    end = len(messages)
+    while end and (not messages[end - 1].strip() or _CARETS.match(messages[end - 1])):
+        end -= 1
+    return messages[:end]
+
+
+def _cut_at(messages: list[str]) -> int | None:
+    """Where the last frame starts, when the messages end on it (its `File` line, then at most
+    its source line) and a traceback is surely printing: its header before, or a frame
+    before that one too (a paste that starts below the header). Not the traceback of an
+    `Exception ignored in: ...` report: Python prints those and goes on (at exit, often)."""
+    messages = _trimmed(messages)
+    if messages and is_frame_line(messages[-1]):
+        frame_at = len(messages) - 1
+    elif len(messages) > 1 and is_frame_line(messages[-2]) and not _EXCEPTION_LINE.match(messages[-1]):
+        frame_at = len(messages) - 2
+    else:
+        return None  # something follows the last frame and its source line: the exception, or more
+    header_at = next((i for i in range(frame_at - 1, -1, -1) if TRACEBACK_HEADER in messages[i]), None)
+    if header_at is not None:
+        return None if header_at and _IGNORED in messages[header_at - 1] else frame_at
+    return frame_at if any(is_frame_line(m) for m in messages[max(0, frame_at - 3):frame_at]) else None

@@ -8,7 +8,7 @@ from datetime import datetime, timezone
 
 from traintriage.analyze import curves, refine
 from traintriage.analyze.confidence_map import calibrated
-from traintriage.analyze.cut_traceback import last_frame_lines
+from traintriage.analyze.cut_traceback import ends_in_traceback, last_frame_lines
 from traintriage.analyze.observations import Observation, local_tags_are_global, traceback_before
 from traintriage.analyze.ranks import SuspectRank, earliest_rank, report_ranks, suspects_for
 from traintriage.analyze.refine import USER_CODE
@@ -153,7 +153,7 @@ def analyze(
         root, collateral = None, []
     if root is not None:
         ranked = [root] + [c for c in ranked if c is not root]
-    failed = root is not None or bool(evidence)
+    failed = root is not None or bool(evidence) or ends_in_traceback(scans)
     salient = salient_lines(observations, scanner, excused) if root is None and failed else []
     opinion = second_opinion(salient, kb, scanner) if salient else None
     cut = last_frame_lines(scans, names) if root is None and failed and not salient else []
@@ -181,7 +181,7 @@ def analyze(
                             observations, members)
     if root is not None and root.entry_id == "training-hang" and hang is not None and hang.rank is not None:
         suspects.insert(0, SuspectRank(hang.rank, None, hang.detail))
-    initiating = _initiating(root, suspects) if root is not None else _unexplained_initiator(suspects, salient)
+    initiating = _initiating(root, suspects) if root is not None else _unexplained_initiator(suspects, salient or cut)
 
     environment = extract_environment([o.hit.text for o in _internal(observations, scanner, Internal.version)]
                                       + [o.hit.text for o in _internal(observations, scanner, Internal.gpu_model)])

@@ -12,7 +12,9 @@ frame. (JAX's tracing errors, such as ConcretizationTypeError, do point at the u
 A notebook's traceback (IPython's format) does not count either: Colab folds library frames and
 Keras and JAX filter theirs, so a cell can be the deepest frame shown of an error a library raised
 (on the scored corpora, three library errors in notebooks were called the script's this way).
-Nor does a codec error on the script's read of a file (the file's encoding or the locale's).
+Nor does a codec error on the script's read of a file (the file's encoding or the locale's), nor
+an error the CUDA runtime or one of its libraries reported (`RuntimeError: CUDA error: invalid
+argument` on the script's `weight.to(device)`): the call was the script's, the failure the device's.
 Nor does a check the project's code makes on purpose and explains (`assert mlc < nc, 'Label class
 2 exceeds nc=2 ...'`, `raise ValueError("Please use FORCE_TORCHRUN=1 ...")`): its message names a
 cause the KB lacks, not a bug in the script, so it stays an unknown failure shown with that message.
@@ -31,6 +33,8 @@ _XLA_RUNTIME = ("XlaRuntimeError", "JaxRuntimeError")
 _CODEC = ("UnicodeDecodeError", "UnicodeEncodeError")
 """A codec error on the script's `for line in f:` is the file's encoding (or the locale's default
 codec, `'gbk' codec can't decode ...` on a Chinese-locale Windows), not a bug in the line."""
+_DEVICE_RUNTIME = re.compile(r"(?:Error|Exception): (?:CUDA error|CUDA driver error|HIP error|cuDNN error|"
+                             r"CUBLAS_STATUS_|CUDNN_STATUS_|NCCL error)")
 _EXPLAINED = re.compile(r"(?:^|[\s:\]>.])(\w{0,100}(?:Error|Exception)): (.{1,2000})")
 _WORD = re.compile(r"[A-Za-z]{2,100}")
 
@@ -47,7 +51,8 @@ def raised_in_script(salient: list[Observation]) -> Observation | None:
         if (traceback is None or not traceback.frames or traceback.chained_from is not None
                 or not traceback.shows_every_frame):
             continue
-        if any(name in observation.message.split(":", 1)[0] for name in _XLA_RUNTIME + _CODEC):
+        if (any(name in observation.message.split(":", 1)[0] for name in _XLA_RUNTIME + _CODEC)
+                or _DEVICE_RUNTIME.search(observation.message)):
             continue
         if traceback.frames[-1].is_user_code and not deliberate_check(traceback, observation.message):
             return observation

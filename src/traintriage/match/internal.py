@@ -216,8 +216,10 @@ INTERNAL_PATTERNS: tuple[InternalPattern, ...] = (
         r": The (?:factorization could not be completed because the input is not positive-definite|"
         r"algorithm failed to converge because the input matrix is ill-conditioned|"
         r"diagonal element \d{1,9} is zero, the (?:inversion|solve) could not be completed)|"
-        r"\bmake(?:\[\d{1,3}\])?: \*\*\* \[[^\]\n]{1,200}\] Error \d{1,3}|"
+        r"\bmake(?:\[\d{1,3}\])?: \*\*\* (?:\[[^\]\n]{1,200}\] Error \d{1,3}|[^\n]{1,300}\.  Stop\.)|"
         r"\b(?:mpirun|mpiexec|prterun) was unable to |-- Process \d{1,6} terminated with the following error:|"
+        # Open MPI's launcher could not start its daemon on a node (orte/mca/plm help-plm-base.txt)
+        r"\bORTE was unable to reliably start one or more daemons|"
         r"Exception caught at file:\S{1,300}, line:\d{1,6}|(?:^|[\s\]>:])\w[\w.-]{0,100}\.py: error: |"
         r"error: subprocess-exited-with-error|ERROR: Failed building wheel for |ninja: build stopped: |"
         r"collect2: error: |CMake Error at |"
