@@ -240,6 +240,14 @@ HEALTHY = {
         '  File "/opt/venv/lib/python3.8/site-packages/torch/utils/data/dataloader.py", line 1328, in __del__',
         '  File "/opt/venv/lib/python3.8/site-packages/torch/utils/data/dataloader.py", line 1262, in _shutdown_workers',
     ],
+    "a stack the script prints on purpose (traceback.print_stack) under its own title": [
+        "step 1200 | loss 1.93",
+        "save_checkpoint called from:",
+        '  File "/home/ana/train.py", line 210, in <module>',
+        "    main()",
+        '  File "/home/ana/train.py", line 180, in main',
+        "    save_checkpoint(model, step)",
+    ],
     "a warning that names the file and line of its caller": [
         "step 1200 | loss 1.93",
         '  File "/home/ana/train.py", line 88, in main',

@@ -12,12 +12,11 @@ from __future__ import annotations
 import re
 
 from traintriage.analyze.observations import Observation
-from traintriage.match.scan import LineHit, SourceScan
+from traintriage.match.scan import LineHit, SourceScan, ends_near_a_frame
 from traintriage.parse.prefix import parse_prefix
 from traintriage.parse.traceback import TRACEBACK_HEADER, is_frame_line
 
 _CARETS = re.compile(r"^[\s~^]{1,4000}$")
-_IGNORED = "Exception ignored in"
 _EXCEPTION_LINE = re.compile(r"\s{0,40}(?:[A-Za-z_]\w{0,100}\.){0,10}[A-Za-z_]\w{0,100}(?::|\s{0,40}$)")
 """`AttributeError: ...`, `KeyboardInterrupt`: the line that closes a traceback (a frame's source line is a
 statement, `return next(self.gen)`, never a bare dotted name)."""
@@ -29,7 +28,7 @@ def last_frame_lines(scans: list[SourceScan], names: list[str]) -> list[Observat
     tail, which drops blank lines: only the words are used. A rank prefix on them is kept."""
     found: list[Observation] = []
     for scan in scans:
-        if not _may_end_on_a_frame(scan.tail):
+        if not ends_near_a_frame(scan.tail):
             continue
         prefixes = [parse_prefix(text) for text in scan.tail]
         messages = [prefix.message for prefix in prefixes]
@@ -44,27 +43,12 @@ def last_frame_lines(scans: list[SourceScan], names: list[str]) -> list[Observat
     return found
 
 
-def ends_in_traceback(scans: list[SourceScan]) -> bool:
+def ends_in_traceback(scans: list[SourceScan], not_failures: set[int]) -> bool:
     """Some source's output stops inside a traceback: the process was reporting an exception
-    when its log ended, which no run that went on to finish leaves behind."""
-    return any(_may_end_on_a_frame(scan.tail) and _cut_at([parse_prefix(text).message for text in scan.tail]) is not None
-               for scan in scans)
-
-
-def _may_end_on_a_frame(tail: list[str]) -> bool:
-    """A frame's `File "` in one of the last three lines that are not blank (its source line and the
-    carets under it, a rank prefix before them, may follow): the cheap test that spares a fleet of
-    20,000 logs the parsing of every tail's prefixes."""
-    kept = 0
-    for text in reversed(tail):
-        if not text.strip():
-            continue
-        if 'File "' in text:
-            return True
-        kept += 1
-        if kept == 3:
-            return False
-    return False
+    when its log ended, which no run that went on to finish leaves behind. `not_failures`: the
+    sources whose last lines report an exception the run survived (see salient.reports_at_the_end)."""
+    return any(scan.source not in not_failures and ends_near_a_frame(scan.tail)
+               and _cut_at([parse_prefix(text).message for text in scan.tail]) is not None for scan in scans)
 
 
 def _trimmed(messages: list[str]) -> list[str]:
@@ -77,9 +61,8 @@ def _trimmed(messages: list[str]) -> list[str]:
 
 def _cut_at(messages: list[str]) -> int | None:
     """Where the last frame starts, when the messages end on it (its `File` line, then at most
-    its source line) and a traceback is surely printing: its header before, or a frame
-    before that one too (a paste that starts below the header). Not the traceback of an
-    `Exception ignored in: ...` report: Python prints those and goes on (at exit, often)."""
+    its source line) and a traceback is surely printing: its header before, or frames from the
+    paste's first line on (a paste that starts below the header)."""
     messages = _trimmed(messages)
     if messages and is_frame_line(messages[-1]):
         frame_at = len(messages) - 1
@@ -87,7 +70,23 @@ def _cut_at(messages: list[str]) -> int | None:
         frame_at = len(messages) - 2
     else:
         return None  # something follows the last frame and its source line: the exception, or more
-    header_at = next((i for i in range(frame_at - 1, -1, -1) if TRACEBACK_HEADER in messages[i]), None)
-    if header_at is not None:
-        return None if header_at and _IGNORED in messages[header_at - 1] else frame_at
-    return frame_at if any(is_frame_line(m) for m in messages[max(0, frame_at - 3):frame_at]) else None
+    if any(TRACEBACK_HEADER in m for m in messages[:frame_at]):
+        return frame_at
+    start = _frames_start(messages, frame_at)
+    # Without its header, the frames must be all the paste shows (or all of its last lines): frames
+    # under a line of their own (a logged graph break's `User code traceback:`, a stack dump's title)
+    # are a stack some tool printed while the run went on.
+    return frame_at if start == 0 and frame_at > start else None
+
+
+def _frames_start(messages: list[str], frame_at: int) -> int:
+    """The first line of the run of frames (each with its source line and carets) that ends at `frame_at`."""
+    start = frame_at
+    while start > 0:
+        back = next((step for step in (1, 2, 3) if start - step >= 0 and is_frame_line(messages[start - step])), None)
+        if back is None or any(is_frame_line(m) or TRACEBACK_HEADER in m for m in messages[start - back + 1:start]):
+            break
+        if back == 3 and not _CARETS.match(messages[start - 1]):
+            break
+        start -= back
+    return start

@@ -12,7 +12,13 @@ from traintriage.analyze.cut_traceback import ends_in_traceback, last_frame_line
 from traintriage.analyze.observations import Observation, local_tags_are_global, traceback_before
 from traintriage.analyze.ranks import SuspectRank, earliest_rank, report_ranks, suspects_for
 from traintriage.analyze.refine import USER_CODE
-from traintriage.analyze.salient import excused_orders, failure_evidence, salient_lines, worker_errors
+from traintriage.analyze.salient import (
+    excused_orders,
+    failure_evidence,
+    reports_at_the_end,
+    salient_lines,
+    worker_errors,
+)
 from traintriage.analyze.scoring import Candidate, rank_candidates, score_entries, supporting_hints
 from traintriage.analyze.script_error import SCRIPT_ERROR_SCORE, raised_in_script
 from traintriage.analyze.second_opinion import as_hints, second_opinion
@@ -153,7 +159,8 @@ def analyze(
         root, collateral = None, []
     if root is not None:
         ranked = [root] + [c for c in ranked if c is not root]
-    failed = root is not None or bool(evidence) or ends_in_traceback(scans)
+    failed = root is not None or bool(evidence) or ends_in_traceback(
+        scans, reports_at_the_end(observations, scanner, {scan.source: scan.lines for scan in scans}))
     salient = salient_lines(observations, scanner, excused) if root is None and failed else []
     opinion = second_opinion(salient, kb, scanner) if salient else None
     cut = last_frame_lines(scans, names) if root is None and failed and not salient else []

@@ -82,6 +82,15 @@ def after_an_anchor(anchors: list[Observation], within: int) -> Callable[[Observ
     return follows
 
 
+def reports_at_the_end(observations: list[Observation], scanner: Scanner, last_lines: dict[int, int]) -> set[int]:
+    """Sources whose last lines belong to a report of an exception that did not stop the run (an
+    `Exception ignored in` at exit, a logged graph break): a traceback cut there is no failure.
+    `last_lines`: each source's number of lines."""
+    anchors = (internal_lines(observations, scanner, Internal.exception_ignored)
+               + internal_lines(observations, scanner, Internal.graph_break))
+    return {a.hit.source for a in anchors if last_lines.get(a.hit.source, 0) - a.hit.line <= IGNORED_SPAN}
+
+
 def excused_orders(observations: list[Observation], scanner: Scanner) -> set[int]:
     """Orders of lines that are not failures: those inside a report of one (an exception Python
     printed as `Exception ignored in`, a Dynamo graph break logged while compilation carries on),

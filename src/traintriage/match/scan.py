@@ -66,7 +66,7 @@ class Tail(Sequence[str]):
     the last time it stamps is read in the worker, not in the parent one source after the
     other. A tail renamed for placeholders becomes a plain list again, read afresh."""
 
-    __slots__ = ("_packed", "_count", "clock", "dated", "time")
+    __slots__ = ("_packed", "_count", "clock", "dated", "time", "near_a_frame")
 
     def __init__(self, lines: list[str]) -> None:
         joined = "\n".join(lines)
@@ -75,6 +75,7 @@ class Tail(Sequence[str]):
         self.clock = holds_clock(joined)
         self.dated = DATED.search(joined) is not None
         self.time = last_time(lines) if self.clock else None
+        self.near_a_frame = ends_near_a_frame(lines)
 
     def lines(self) -> list[str]:
         if not self._count:
@@ -106,6 +107,24 @@ class Tail(Sequence[str]):
 
     def __repr__(self) -> str:
         return f"Tail({self.lines()!r})"
+
+
+def ends_near_a_frame(tail: Sequence[str]) -> bool:
+    """A traceback frame's `File "` in one of the last three lines that are not blank (its source
+    line and the carets under it may follow): whether the log may end inside a traceback
+    (analyze/cut_traceback.py), asked of every healthy log of a fleet, so answered in the worker."""
+    if isinstance(tail, Tail):
+        return tail.near_a_frame
+    kept = 0
+    for text in reversed(tail):
+        if not text.strip():
+            continue
+        if 'File "' in text:
+            return True
+        kept += 1
+        if kept == 3:
+            return False
+    return False
 
 
 def holds_clock(text: str) -> bool:
