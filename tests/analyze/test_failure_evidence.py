@@ -210,6 +210,14 @@ FAILED = {
         "make: *** No targets specified and no makefile found.  Stop.",
         "make: Leaving directory '/opt/venv/lib/python3.11/site-packages/some_pkg/datasets/helpers'",
     ],
+    "a paste that starts on the source line of a frame it cut": [
+        "    return self._run(*args)",
+        "           ^^^^^^^^^^^^^^^^",
+        '  File "/opt/venv/lib/python3.12/site-packages/triton/compiler/compiler.py", line 498, in __getattribute__',
+        "    self._init_handles()",
+        '  File "/opt/venv/lib/python3.12/site-packages/triton/compiler/compiler.py", line 483, in _init_handles',
+        '    raise OutOfResources(self.metadata.shared, max_shared, "shared memory")',
+    ],
     "open mpi could not start its daemon on a node": [
         "bash: /opt/openmpi/bin/orted: No such file or directory",
         "--------------------------------------------------------------------------",
