@@ -210,21 +210,14 @@ FAILED = {
         "make: *** No targets specified and no makefile found.  Stop.",
         "make: Leaving directory '/opt/venv/lib/python3.11/site-packages/some_pkg/datasets/helpers'",
     ],
-    "a paste that starts on the source line of a frame it cut": [
-        "    return self._run(*args)",
-        "           ^^^^^^^^^^^^^^^^",
-        '  File "/opt/venv/lib/python3.12/site-packages/triton/compiler/compiler.py", line 498, in __getattribute__',
-        "    self._init_handles()",
-        '  File "/opt/venv/lib/python3.12/site-packages/triton/compiler/compiler.py", line 483, in _init_handles',
-        '    raise OutOfResources(self.metadata.shared, max_shared, "shared memory")',
-    ],
     "open mpi could not start its daemon on a node": [
         "bash: /opt/openmpi/bin/orted: No such file or directory",
         "--------------------------------------------------------------------------",
         "ORTE was unable to reliably start one or more daemons.",
         "This usually is caused by:",
     ],
-    "a paste of a traceback's frames only, cut before its exception": [
+    "a traceback cut before its exception": [
+        "Traceback (most recent call last):",
         '  File "/home/ana/train.py", line 88, in main',
         "    with accelerator.accumulate(model):",
         '  File "/opt/venv/lib/python3.10/site-packages/accelerate/accelerator.py", line 1092, in accumulate',
@@ -251,6 +244,12 @@ HEALTHY = {
     "a stack the script prints on purpose (traceback.print_stack) under its own title": [
         "step 1200 | loss 1.93",
         "save_checkpoint called from:",
+        '  File "/home/ana/train.py", line 210, in <module>',
+        "    main()",
+        '  File "/home/ana/train.py", line 180, in main',
+        "    save_checkpoint(model, step)",
+    ],
+    "a stack printed without a traceback's header, nothing before it": [
         '  File "/home/ana/train.py", line 210, in <module>',
         "    main()",
         '  File "/home/ana/train.py", line 180, in main',
@@ -486,10 +485,9 @@ def test_hydras_own_error_is_shown_by_its_message_not_by_hydras_closing_line(tmp
 
 
 def test_a_cut_traceback_names_the_rank_that_printed_it(tmp_path: Path) -> None:
-    """A paste of one rank's frames, without header or exception: that rank is the one that failed."""
+    """One rank's traceback, cut before its exception: that rank is the one that failed."""
     path = tmp_path / "cut.log"
-    path.write_text("".join(f"[rank2]: {line}\n" for line in FAILED["a paste of a traceback's frames only, cut "
-                                                                    "before its exception"]))
+    path.write_text("".join(f"[rank2]: {line}\n" for line in FAILED["a traceback cut before its exception"]))
     diagnosis = diagnose([str(path)])
     assert diagnosis.status == Status.unknown_failure
     assert diagnosis.initiating_rank == 2

@@ -32,7 +32,7 @@ def last_frame_lines(scans: list[SourceScan], names: list[str]) -> list[Observat
             continue
         prefixes = [parse_prefix(text) for text in scan.tail]
         messages = [prefix.message for prefix in prefixes]
-        frame_at = _cut_at(messages, [_indented(text, m) for text, m in zip(scan.tail, messages, strict=True)])
+        frame_at = _cut_at(messages)
         if frame_at is None:
             continue
         first = scan.lines - (len(_trimmed(messages)) - 1 - frame_at)
@@ -47,21 +47,8 @@ def ends_in_traceback(scans: list[SourceScan], not_failures: set[int]) -> bool:
     """Some source's output stops inside a traceback: the process was reporting an exception
     when its log ended, which no run that went on to finish leaves behind. `not_failures`: the
     sources whose last lines report an exception the run survived (see salient.reports_at_the_end)."""
-    for scan in scans:
-        if scan.source in not_failures or not ends_near_a_frame(scan.tail):
-            continue
-        messages = [parse_prefix(text).message for text in scan.tail]
-        if _cut_at(messages, [_indented(text, m) for text, m in zip(scan.tail, messages, strict=True)]) is not None:
-            return True
-    return False
-
-
-def _indented(raw: str, message: str) -> bool:
-    """Whether the message sat three or more blanks in, past any prefix (a traceback's source
-    line; the prefixes' own separator is one blank): prefix parsing strips the indentation."""
-    at = raw.rfind(message) if message else -1
-    before = raw[:at] if at > 0 else ""
-    return len(before) - len(before.rstrip()) >= 3
+    return any(scan.source not in not_failures and ends_near_a_frame(scan.tail)
+               and _cut_at([parse_prefix(text).message for text in scan.tail]) is not None for scan in scans)
 
 
 def _trimmed(messages: list[str]) -> list[str]:
@@ -72,10 +59,10 @@ def _trimmed(messages: list[str]) -> list[str]:
     return messages[:end]
 
 
-def _cut_at(messages: list[str], indented: list[bool]) -> int | None:
+def _cut_at(messages: list[str]) -> int | None:
     """Where the last frame starts, when the messages end on it (its `File` line, then at most
-    its source line) and a traceback is surely printing: its header before, or frames from the
-    paste's first line on (a paste that starts below the header)."""
+    its source line) after a traceback's header. Frames without their header are not enough:
+    healthy logs end on stacks printed on purpose (`traceback.print_stack`, a logged graph break)."""
     messages = _trimmed(messages)
     if messages and is_frame_line(messages[-1]):
         frame_at = len(messages) - 1
@@ -83,26 +70,4 @@ def _cut_at(messages: list[str], indented: list[bool]) -> int | None:
         frame_at = len(messages) - 2
     else:
         return None  # something follows the last frame and its source line: the exception, or more
-    if any(TRACEBACK_HEADER in m for m in messages[:frame_at]):
-        return frame_at
-    start = _frames_start(messages, frame_at)
-    # Without its header, the frames must be all the paste shows (or all of its last lines): frames
-    # under a line of their own (a logged graph break's `User code traceback:`, a stack dump's title)
-    # are a stack some tool printed while the run went on.
-    # a paste may start on the source line (and carets) of a frame it cut
-    if start > 2 or not all(indented[i] or _CARETS.match(messages[i]) for i in range(start)):
-        return None
-    return frame_at if frame_at > start else None
-
-
-def _frames_start(messages: list[str], frame_at: int) -> int:
-    """The first line of the run of frames (each with its source line and carets) that ends at `frame_at`."""
-    start = frame_at
-    while start > 0:
-        back = next((step for step in (1, 2, 3) if start - step >= 0 and is_frame_line(messages[start - step])), None)
-        if back is None or any(is_frame_line(m) or TRACEBACK_HEADER in m for m in messages[start - back + 1:start]):
-            break
-        if back == 3 and not _CARETS.match(messages[start - 1]):
-            break
-        start -= back
-    return start
+    return frame_at if any(TRACEBACK_HEADER in m for m in messages[:frame_at]) else None
