@@ -1,7 +1,8 @@
 """A paste that ends inside a traceback, before its exception line: what its last frame was doing.
 
 Users cut their pastes short, and some tools cut a worker's output: the log ends on a frame of a
-traceback, and no line says what failed. When no class explains such a failure, the last frame's
+traceback, and no line says what failed. Such a log is a failure (an unknown one at least), and the
+rank whose prefix the frames carry is the one that failed. When no class explains it, the last frame's
 source line (`tokenizer.apply_chat_template(...)`, `self.scaler.unscale_(opt)`) is the best hint
 left of where it failed; the second opinion ranks KB entries by its words, and what it finds is
 offered as candidates only, never as the root cause.
@@ -35,8 +36,9 @@ def last_frame_lines(scans: list[SourceScan], names: list[str]) -> list[Observat
         frame_at = _cut_at(messages)
         if frame_at is None:
             continue
-        first = scan.lines - (len(_trimmed(messages)) - 1 - frame_at)
-        for offset, message in enumerate(_trimmed(messages)[frame_at:]):
+        kept = _trimmed(messages)
+        first = scan.lines - (len(kept) - 1 - frame_at)
+        for offset, message in enumerate(kept[frame_at:]):
             hit = LineHit(source=scan.source, line=first + offset, text=message, patterns=[])
             found.append(Observation(hit=hit, source_name=names[scan.source], rank=prefixes[frame_at + offset].rank,
                                      host=None, time=None, message=message.strip(), order=-1))
