@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from traintriage.report.model import (
+    Candidate,
     Collateral,
     Diagnosis,
     Evidence,
@@ -58,3 +59,25 @@ def test_rank_ranges() -> None:
     assert rank_ranges([7, 0, 1, 2, 4, 5]) == "0-2,4-5,7"
     assert rank_ranges([3]) == "3"
     assert rank_ranges([]) == ""
+
+
+def test_an_unknown_failure_shows_who_failed_first_and_where_to_look() -> None:
+    """No class explains it, but the engine knows the rank whose output shows the failure and which
+    classes the log partly matches: the terminal and Markdown reports say both, as the web page does."""
+    diagnosis = Diagnosis(
+        status=Status.unknown_failure,
+        unknown=[Evidence(source="job.out", line=41, rank=2, text="[rank2]: RuntimeError: CUDA error: invalid argument")],
+        candidates=[Candidate(id="nccl-unhandled-cuda-error", confidence=0.14), Candidate(id="device-mismatch", confidence=0.05)],
+        initiating_rank=2,
+        stats=Stats(sources=1, lines=41, bytes=1000, seconds=0.1),
+    )
+    assert render_text(diagnosis).splitlines()[:4] == [
+        "Status       the run failed, but no known failure class explains it",
+        "First failed rank 2",
+        "Salient      job.out:41  [rank2]: RuntimeError: CUDA error: invalid argument",
+        "Candidates   nccl-unhandled-cuda-error 0.14, device-mismatch 0.05  (classes the log partly matches, below the "
+        "confidence needed to name one)",
+    ]
+    markdown = render_markdown(diagnosis)
+    assert "**First failed:** rank 2" in markdown
+    assert "**Candidates:** `nccl-unhandled-cuda-error` 0.14, `device-mismatch` 0.05" in markdown

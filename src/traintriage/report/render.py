@@ -138,6 +138,15 @@ def _first_failed(diagnosis: Diagnosis) -> str | None:
     return f"rank {diagnosis.initiating_rank}{suffix}"
 
 
+PARTIAL_MATCHES = "classes the log partly matches, below the confidence needed to name one"
+
+
+def partial_matches(diagnosis: Diagnosis, code: bool = False) -> str:
+    """An unknown failure's best candidates with their confidence: where to look first."""
+    tick = "`" if code else ""
+    return ", ".join(f"{tick}{c.id}{tick} {c.confidence:.2f}" for c in diagnosis.candidates[:3])
+
+
 def collateral_cause(diagnosis: Diagnosis, item: Collateral) -> str:
     """Why a collateral class is not a cause, in the words of the terminal report and the editor."""
     if diagnosis.initiating_rank is not None:
@@ -168,8 +177,13 @@ def text_lines(diagnosis: Diagnosis) -> list[tuple[str, str]]:
         rows.append(("Status", "no failure found"))
     elif diagnosis.status is Status.unknown_failure:
         rows.append(("Status", "the run failed, but no known failure class explains it"))
+        first = _first_failed(diagnosis)
+        if first:
+            rows.append(("First failed", first))
         for evidence in diagnosis.unknown:
             rows.append(("Salient", f"{_where(evidence)}  {quote(evidence.text, TEXT_WIDTH)}"))
+        if diagnosis.candidates:
+            rows.append(("Candidates", f"{partial_matches(diagnosis)}  ({PARTIAL_MATCHES})"))
         rows.extend(("Note", note) for note in diagnosis.notes)
     root = diagnosis.root_cause
     if root is not None:
@@ -233,8 +247,13 @@ def render_markdown(diagnosis: Diagnosis) -> str:
     if root is None:
         title = "No failure found" if diagnosis.status is Status.no_failure else "Unknown failure"
         out.append(f"## traintriage: {title}\n")
+        first = _first_failed(diagnosis)
+        if first:
+            out.append(f"**First failed:** {first}\n")
         for evidence in diagnosis.unknown:
             out.append(f"- `{_where(evidence)}` `{quote(evidence.text, TEXT_WIDTH)}`")
+        if diagnosis.candidates:
+            out.append(f"\n**Candidates:** {partial_matches(diagnosis, code=True)} ({PARTIAL_MATCHES})")
         out.extend(f"\n> {note}" for note in diagnosis.notes)
         return "\n".join(out) + "\n"
     out.append(f"## traintriage: `{root.id}` — {root.title}\n")
