@@ -23,13 +23,16 @@ _EXCEPTION_LINE = re.compile(r"\s{0,40}(?:[A-Za-z_]\w{0,100}\.){0,10}[A-Za-z_]\w
 statement, `return next(self.gen)`, never a bare dotted name)."""
 
 
-def last_frame_lines(scans: list[SourceScan], names: list[str]) -> list[Observation]:
+def last_frame_lines(scans: list[SourceScan], names: list[str], not_failures: set[int]) -> list[Observation]:
     """The last frame's `File ...` line and source line of each source whose log ends inside a
-    traceback (see `_cut_at`). Their line numbers count back from the log's end over the kept
-    tail, which drops blank lines: only the words are used. A rank prefix on them is kept."""
+    traceback (see `_cut_at`): the process was reporting an exception when its log ended, which
+    no run that went on to finish leaves behind. `not_failures`: the sources whose last lines
+    report an exception the run survived (see salient.reports_at_the_end). Line numbers count back
+    from the log's end over the kept tail, which drops blank lines: only the words are used. A
+    rank prefix on them is kept."""
     found: list[Observation] = []
     for scan in scans:
-        if not ends_near_a_frame(scan.tail):
+        if scan.source in not_failures or not ends_near_a_frame(scan.tail):
             continue
         prefixes = [parse_prefix(text) for text in scan.tail]
         messages = [prefix.message for prefix in prefixes]
@@ -43,14 +46,6 @@ def last_frame_lines(scans: list[SourceScan], names: list[str]) -> list[Observat
             found.append(Observation(hit=hit, source_name=names[scan.source], rank=prefixes[frame_at + offset].rank,
                                      host=None, time=None, message=message.strip(), order=-1))
     return found
-
-
-def ends_in_traceback(scans: list[SourceScan], not_failures: set[int]) -> bool:
-    """Some source's output stops inside a traceback: the process was reporting an exception
-    when its log ended, which no run that went on to finish leaves behind. `not_failures`: the
-    sources whose last lines report an exception the run survived (see salient.reports_at_the_end)."""
-    return any(scan.source not in not_failures and ends_near_a_frame(scan.tail)
-               and _cut_at([parse_prefix(text).message for text in scan.tail]) is not None for scan in scans)
 
 
 def _trimmed(messages: list[str]) -> list[str]:

@@ -8,7 +8,7 @@ from datetime import datetime, timezone
 
 from traintriage.analyze import curves, refine
 from traintriage.analyze.confidence_map import calibrated
-from traintriage.analyze.cut_traceback import ends_in_traceback, last_frame_lines
+from traintriage.analyze.cut_traceback import last_frame_lines
 from traintriage.analyze.observations import Observation, local_tags_are_global, traceback_before
 from traintriage.analyze.ranks import SuspectRank, earliest_rank, report_ranks, suspects_for
 from traintriage.analyze.refine import USER_CODE
@@ -159,11 +159,12 @@ def analyze(
         root, collateral = None, []
     if root is not None:
         ranked = [root] + [c for c in ranked if c is not root]
-    failed = root is not None or bool(evidence) or ends_in_traceback(
-        scans, reports_at_the_end(observations, scanner, {scan.source: scan.lines for scan in scans}))
+    cut_lines = last_frame_lines(scans, names, reports_at_the_end(
+        observations, scanner, {scan.source: scan.lines for scan in scans})) if root is None else []
+    failed = root is not None or bool(evidence) or bool(cut_lines)
     salient = salient_lines(observations, scanner, excused) if root is None and failed else []
     opinion = second_opinion(salient, kb, scanner) if salient else None
-    cut = last_frame_lines(scans, names) if root is None and failed and not salient else []
+    cut = cut_lines if not salient else []
     if cut:  # the words of the last frame hint, they never name the root cause
         opinion = as_hints(second_opinion(cut, kb, scanner))
     if opinion is not None:
