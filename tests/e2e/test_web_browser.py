@@ -252,3 +252,22 @@ def test_an_unknown_failure_names_the_users_line(page: Page) -> None:
     assert "train.py:41 in check_labels" in verdict.locator("p.note").inner_text()
     assert "Mask value 9 exceeds classes=4" in page.inner_text("main")
     shot(page, "unknown-failure")
+
+
+def test_a_log_cut_inside_a_traceback_says_so(page: Page) -> None:
+    """One rank's traceback stops before its exception line: the page names that rank, says why no
+    line is quoted and offers the classes the last frame suggests."""
+    page.goto("/")
+    page.get_by_label("Paste a log").fill(
+        "[rank2]: Traceback (most recent call last):\n"
+        '[rank2]:   File "/home/ana/train.py", line 88, in main\n'
+        "[rank2]:     with accelerator.accumulate(model):\n"
+        '[rank2]:   File "/opt/venv/lib/python3.10/site-packages/accelerate/accelerator.py", line 1092, in accumulate\n'
+        "[rank2]:     cm_stack.enter_context(self.no_sync(m))\n")
+    page.get_by_role("button", name="Diagnose", exact=True).click()
+    page.wait_for_url(re.compile(r"/d/[\w-]+$"))
+    verdict = page.locator("header.verdict")
+    assert "rank 2" in verdict.locator("p.first-failed").inner_text()
+    assert "ends inside a traceback" in verdict.inner_text()
+    assert page.locator("#salient-title").count() == 0
+    shot(page, "unknown-failure-cut")
