@@ -216,6 +216,12 @@ FAILED = {
         "ORTE was unable to reliably start one or more daemons.",
         "This usually is caused by:",
     ],
+    "nccl traces an internal error up the stack, no warn line says fail": [
+        "node3:2210:2290 [1] bootstrap.cc:77 NCCL WARN Message truncated : received 512 bytes instead of 8",
+        "node3:2210:2290 [1] NCCL INFO bootstrap.cc:560 -> 3",
+        "node3:2210:2290 [1] NCCL INFO transport.cc:241 -> 3",
+        "node3:2210:2290 [1] NCCL INFO group.cc:64 -> 3 [Async thread]",
+    ],
     "a traceback cut before its exception": [
         "Traceback (most recent call last):",
         '  File "/home/ana/train.py", line 88, in main',
@@ -240,6 +246,22 @@ HEALTHY = {
         "Traceback (most recent call last):",
         '  File "/opt/venv/lib/python3.8/site-packages/torch/utils/data/dataloader.py", line 1328, in __del__',
         '  File "/opt/venv/lib/python3.8/site-packages/torch/utils/data/dataloader.py", line 1262, in _shutdown_workers',
+    ],
+    "python's logging could not format a record and says so, the paste cut in its call stack": [
+        "--- Logging error ---",
+        "Traceback (most recent call last):",
+        '  File "/opt/conda/lib/python3.10/logging/__init__.py", line 1100, in emit',
+        "    msg = self.format(record)",
+        "TypeError: not all arguments converted during string formatting",
+        "Call stack:",
+        '  File "/home/ana/train.py", line 210, in <module>',
+        "    main()",
+        '  File "/home/ana/train.py", line 95, in main',
+    ],
+    "nccl traces a call that returned in progress (non-blocking communicators)": [
+        "node3:2210:2210 [1] NCCL INFO Comm config Blocking set to 0",
+        "node3:2210:2210 [1] NCCL INFO init.cc:1881 -> 7",
+        "node3:2210:2210 [1] NCCL INFO Connected all rings",
     ],
     "a stack the script prints on purpose (traceback.print_stack) under its own title": [
         "step 1200 | loss 1.93",

@@ -131,7 +131,9 @@ INTERNAL_PATTERNS: tuple[InternalPattern, ...] = (
         r"Stack dump of)",
         64,
     ),
-    InternalPattern(Internal.exception_ignored, r"^(?:\S+: ?)?Exception ignored in: ", 256),
+    # Python's logging prints `--- Logging error ---` and the traceback of a record it could not
+    # format or emit (Handler.handleError), then the program goes on.
+    InternalPattern(Internal.exception_ignored, r"^(?:\S+: ?)?(?:Exception ignored in: |--- Logging error ---)", 256),
     # Start-up lines that state a fact of the run (analyze/facts.py): world size, precision,
     # backend, ZeRO stage. Keyed on rare literals so the scan stays fast.
     InternalPattern(
@@ -191,6 +193,10 @@ INTERNAL_PATTERNS: tuple[InternalPattern, ...] = (
         r": F [\w/\\.:-]+\.(?:cc|cpp|h):\d+\] |Check failed: |"
         r"(?:^|[\s:\]\[])E(?:\d{4} \d\d:\d\d:\d\d\.\d+(?: +\d+)?)? ?[^\s\]]*\.(?:cc|cpp|h|c):\d+\] |"
         r"NCCL WARN [^\n]*(?:[Ff]ail|[Ee]rror|[Aa]bort|[Tt]imeout)|Assertion `[^`\n]*`(?: failed|\s*$)|"
+        # NCCL_DEBUG=INFO traces a failed call up the stack, one `<file>.cc:<line> -> <ncclResult_t>` line a
+        # frame; 1-6 are the error results (unhandled CUDA, system, internal, invalid argument, invalid
+        # usage, remote error; 7 is ncclInProgress, not a failure)
+        r"\bNCCL INFO [\w./-]{1,200}\.(?:cc|h):\d{1,6} -> [1-6](?:\s|$)|"
         r"\bIllegal instruction\b|\bBus error\b|Floating point exception|received signal SIG[A-Z]+|"
         r"(?:^|[\s:\]])(?:CUDA|HIP) error: |\bcuda runtime error \(\d{1,4}\) : |\bTried to allocate \d[\d.]* ?[KMGT]?i?B\b|"
         r"INTERNAL ASSERT FAILED at |libc\+\+abi: terminating|"
