@@ -216,11 +216,11 @@ FAILED = {
         "ORTE was unable to reliably start one or more daemons.",
         "This usually is caused by:",
     ],
-    "nccl traces an internal error up the stack, no warn line says fail": [
-        "node3:2210:2290 [1] bootstrap.cc:77 NCCL WARN Message truncated : received 512 bytes instead of 8",
-        "node3:2210:2290 [1] NCCL INFO bootstrap.cc:560 -> 3",
-        "node3:2210:2290 [1] NCCL INFO transport.cc:241 -> 3",
-        "node3:2210:2290 [1] NCCL INFO group.cc:64 -> 3 [Async thread]",
+    "nccl traces a system error up the stack, no warn line says fail": [
+        "node3:2210:2290 [1] NCCL INFO Channel 00/0 : 1[1] -> 9[1] [send] via NET/Socket/0",
+        "node3:2210:2290 [1] NCCL INFO misc/socket.cc:540 -> 2",
+        "node3:2210:2290 [1] NCCL INFO transport/net.cc:890 -> 2",
+        "node3:2210:2290 [1] NCCL INFO group.cc:64 -> 2 [Async thread]",
     ],
     "a traceback cut before its exception": [
         "Traceback (most recent call last):",
@@ -257,6 +257,13 @@ HEALTHY = {
         '  File "/home/ana/train.py", line 210, in <module>',
         "    main()",
         '  File "/home/ana/train.py", line 95, in main',
+    ],
+    "nccl's sockets close at teardown after the run finished": [
+        "[rank1] epoch 3 done, saving final weights",
+        "node3:2210:9931 [1] NCCL INFO misc/socket.cc:47 -> 3",
+        "node3:2210:9931 [1] NCCL INFO misc/socket.cc:58 -> 3",
+        "node3:2210:9931 [1] NCCL INFO misc/socket.cc:781 -> 3",
+        "node3:2210:2210 [1] NCCL INFO comm 0x5581e0a0 rank 1 nranks 2 cudaDev 1 busId 3b000 - Abort COMPLETE",
     ],
     "nccl traces a call that returned in progress (non-blocking communicators)": [
         "node3:2210:2210 [1] NCCL INFO Comm config Blocking set to 0",
