@@ -65,6 +65,13 @@ def shot(page: Page, name: str) -> None:
     page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
 
 
+def paste_and_diagnose(page: Page, text: str) -> None:
+    """Paste a log into the home page's form, submit it and wait for its result page."""
+    page.get_by_label("Paste a log").fill(text)
+    page.get_by_role("button", name="Diagnose", exact=True).click()
+    page.wait_for_url(re.compile(r"/d/[\w-]+$"))
+
+
 def cli_root_cause(*paths: Path) -> tuple[str, str]:
     import json
 
@@ -77,9 +84,7 @@ def cli_root_cause(*paths: Path) -> tuple[str, str]:
 def test_paste_a_log_and_read_the_root_cause(page: Page) -> None:
     page.goto("/")
     shot(page, "home")
-    page.get_by_label("Paste a log").fill(SAMPLE.read_text())
-    page.get_by_role("button", name="Diagnose", exact=True).click()
-    page.wait_for_url(re.compile(r"/d/[\w-]+$"))
+    paste_and_diagnose(page, SAMPLE.read_text())
     entry_id, title = cli_root_cause(SAMPLE)
     verdict = page.locator("header.verdict")
     assert verdict.get_by_role("heading", level=1).inner_text() == title
@@ -170,9 +175,7 @@ def test_a_hostile_log_stays_text(page: Page) -> None:
                "torch.OutOfMemoryError: CUDA out of memory. <script>alert(1)</script> Tried to allocate 2.00 GiB\n"
                '"><svg onload=alert(3)>\n')
     page.goto("/")
-    page.get_by_label("Paste a log").fill(hostile)
-    page.get_by_role("button", name="Diagnose", exact=True).click()
-    page.wait_for_url(re.compile(r"/d/[\w-]+$"))
+    paste_and_diagnose(page, hostile)
     evidence = page.locator("ol.evidence").first
     assert "<script>alert(1)</script>" in evidence.inner_text()  # shown as text, around the marked match
     assert evidence.locator("mark").first.inner_text().startswith("torch.OutOfMemoryError")
@@ -185,9 +188,7 @@ def test_the_form_works_without_javascript(browser: Browser, server: LiveServer)
     context = browser.new_context(base_url=server.url, java_script_enabled=False)
     page = context.new_page()
     page.goto("/")
-    page.get_by_label("Paste a log").fill("step 3 loss 2.0\ntorch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n")
-    page.get_by_role("button", name="Diagnose", exact=True).click()
-    page.wait_for_url(re.compile(r"/d/[\w-]+$"))
+    paste_and_diagnose(page, "step 3 loss 2.0\ntorch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n")
     assert "cuda-oom" in page.locator("header.verdict").inner_text()
     page.goto("/")
     page.get_by_role("button", name="Diagnose", exact=True).click()  # nothing pasted: the form says so
@@ -238,15 +239,13 @@ def test_an_unknown_failure_names_the_users_line(page: Page) -> None:
     """A check of the project's own code, which no class explains: the page says it is unknown,
     shows the error line and where the user's code raised it."""
     page.goto("/")
-    page.get_by_label("Paste a log").fill(
+    paste_and_diagnose(page,
         "Traceback (most recent call last):\n"
         '  File "/home/ana/seg/train.py", line 88, in <module>\n'
         "    check_labels(cfg)\n"
         '  File "/home/ana/seg/train.py", line 41, in check_labels\n'
         "    assert top < cfg.classes, f'Mask value {top} exceeds classes={cfg.classes}; relabel the masks'\n"
         "AssertionError: Mask value 9 exceeds classes=4; relabel the masks\n")
-    page.get_by_role("button", name="Diagnose", exact=True).click()
-    page.wait_for_url(re.compile(r"/d/[\w-]+$"))
     verdict = page.locator("header.verdict")
     assert "unknown failure" in verdict.inner_text().lower()
     assert "train.py:41 in check_labels" in verdict.locator("p.note").inner_text()
@@ -258,14 +257,12 @@ def test_a_log_cut_inside_a_traceback_says_so(page: Page) -> None:
     """One rank's traceback stops before its exception line: the page names that rank, says why no
     line is quoted and offers the classes the last frame suggests."""
     page.goto("/")
-    page.get_by_label("Paste a log").fill(
+    paste_and_diagnose(page,
         "[rank2]: Traceback (most recent call last):\n"
         '[rank2]:   File "/home/ana/train.py", line 88, in main\n'
         "[rank2]:     with accelerator.accumulate(model):\n"
         '[rank2]:   File "/opt/venv/lib/python3.10/site-packages/accelerate/accelerator.py", line 1092, in accumulate\n'
         "[rank2]:     cm_stack.enter_context(self.no_sync(m))\n")
-    page.get_by_role("button", name="Diagnose", exact=True).click()
-    page.wait_for_url(re.compile(r"/d/[\w-]+$"))
     verdict = page.locator("header.verdict")
     assert "rank 2" in verdict.locator("p.first-failed").inner_text()
     assert "ends inside a traceback" in verdict.inner_text()
