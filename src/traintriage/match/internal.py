@@ -198,7 +198,7 @@ INTERNAL_PATTERNS: tuple[InternalPattern, ...] = (
         # Not 3 (internal error): a healthy run's teardown prints `misc/socket.cc:<line> -> 3` chains when
         # a peer closes first. Not 7 (ncclInProgress). Matched from the file name on, not from `NCCL INFO`:
         # that literal leads most lines of an NCCL_DEBUG=INFO log, and a bounded repeat started at each of
-        # them cost a fifth of the scan of a metric-dense log (`make bench-patterns`).
+        # them cost a fifth of the Hyperscan pass over the bench's metric-dense log.
         r"[\w/-]\.(?:cc|h):\d{1,6} -> [124-6](?:\s|$)|"
         r"\bIllegal instruction\b|\bBus error\b|Floating point exception|received signal SIG[A-Z]+|"
         r"(?:^|[\s:\]])(?:CUDA|HIP) error: |\bcuda runtime error \(\d{1,4}\) : |\bTried to allocate \d[\d.]* ?[KMGT]?i?B\b|"
