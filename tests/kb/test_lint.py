@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
@@ -30,3 +31,19 @@ def test_a_signature_matching_routine_progress_lines_is_rejected() -> None:
     problems = lint_entry(noisy, healthy_lines())
     assert any("too-broad matches a healthy progress line" in p for p in problems)
     assert not any("healthy" in p for p in lint_entry(entry, healthy_lines()))
+
+
+def test_prose_cut_by_a_yaml_comment_is_reported(tmp_path: Path) -> None:
+    from traintriage.kb.lint import comment_cut_problems
+
+    entry = tmp_path / "x.yaml"
+    entry.write_text(
+        "symptoms:\n"
+        "  - symptom: \"quoted, so #123 stays\"\n"
+        "    why: fixed in releases after #17265 only\n"
+        "fix:\n"
+        "  code: |\n"
+        "    memory: 96Gi     # a comment inside a code block is meant\n",
+        encoding="utf-8")
+    problems = comment_cut_problems(entry)
+    assert problems == ["x.yaml:3: `why` is cut at ' #' (a YAML comment): quote the text"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -88,6 +89,22 @@ def lint_entry(entry: Entry, healthy: list[str] | None = None) -> list[str]:
     return problems
 
 
+_PROSE_KEYS = ("symptom", "why", "title", "summary", "report_summary", "mechanism", "scale", "verify", "because",
+               "engineer", "oncall", "researcher")
+_PLAIN_PROSE_WITH_HASH = re.compile(r"^\s{0,40}(?:- )?(" + "|".join(_PROSE_KEYS) + r"):[ \t]+([^\"'>|\s][^\n]{0,4000}?) #")
+
+
+def comment_cut_problems(path: Path) -> list[str]:
+    """Prose written as a plain YAML scalar loses everything after ` #` to a comment (`before #17265`
+    read as `before`); the parsed entry cannot show it, so the lint reads the file's lines."""
+    problems = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        found = _PLAIN_PROSE_WITH_HASH.match(line)
+        if found:
+            problems.append(f"{path.name}:{number}: `{found.group(1)}` is cut at ' #' (a YAML comment): quote the text")
+    return problems
+
+
 def variant_problems(entry: Entry) -> list[str]:
     """Fix variants whose condition cannot work as written: no condition, a fact value the
     facts never take, a `because` the report can never show (a condition that only drops),
@@ -127,6 +144,7 @@ def lint(catalog: Path | None = None) -> LintReport:
             report.errors.append(f"duplicate id {entry.id}")
         entries[entry.id] = entry
         report.errors.extend(lint_entry(entry, healthy))
+        report.errors.extend(comment_cut_problems(path))
     report.entries = len(entries)
     report.warnings = review_warnings(entries.values())
     try:
