@@ -41,9 +41,14 @@ def test_prose_cut_by_a_yaml_comment_is_reported(tmp_path: Path) -> None:
         "symptoms:\n"
         "  - symptom: \"quoted, so #123 stays\"\n"
         "    why: fixed in releases after #17265 only\n"
+        "prevention:\n"
+        "  - Pin the release with the fix (PR #134338) in the image.\n"
+        "  - \"Quoted, so PR #1 stays\"\n"
         "fix:\n"
         "  code: |\n"
-        "    memory: 96Gi     # a comment inside a code block is meant\n",
+        "    - name: x        # a comment inside a code block is meant\n"
+        "    memory: 96Gi     # so is this one\n",
         encoding="utf-8")
     problems = comment_cut_problems(entry)
-    assert problems == ["x.yaml:3: `why` is cut at ' #' (a YAML comment): quote the text"]
+    assert problems == ["x.yaml:3: `why` is cut at ' #' (a YAML comment): quote the text",
+                        "x.yaml:5: a list item is cut at ' #' (a YAML comment): quote the text"]

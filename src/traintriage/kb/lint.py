@@ -89,19 +89,30 @@ def lint_entry(entry: Entry, healthy: list[str] | None = None) -> list[str]:
     return problems
 
 
-_PROSE_KEYS = ("symptom", "why", "title", "summary", "report_summary", "mechanism", "scale", "verify", "because",
-               "engineer", "oncall", "researcher")
-_PLAIN_PROSE_WITH_HASH = re.compile(r"^\s{0,40}(?:- )?(" + "|".join(_PROSE_KEYS) + r"):[ \t]+([^\"'>|\s][^\n]{0,4000}?) #")
+_BLOCK_START = re.compile(r"^(\s{0,80})(?:- )?(?:[\w.-]{1,80}:[ \t]{1,20})?[|>][-+]?\s{0,20}$")
+_PLAIN_WITH_HASH = re.compile(
+    r"^\s{0,80}(?:- )?(?:([\w.-]{1,80}):[ \t]+|(?![\w.-]{1,80}:[ \t])(?=[^\"'>|{\[\s#-]))([^\"'>|{\[\s#][^\n]{0,4000}?) #")
 
 
 def comment_cut_problems(path: Path) -> list[str]:
-    """Prose written as a plain YAML scalar loses everything after ` #` to a comment (`before #17265`
-    read as `before`); the parsed entry cannot show it, so the lint reads the file's lines."""
+    """A plain YAML scalar (a key's value or a list item, outside `|`/`>` blocks, where code examples
+    keep their own comments) loses everything after ` #` to a comment (`fixed by PR #134338` read as
+    `fixed by PR`); the parsed entry cannot show it, so the lint reads the file's lines."""
     problems = []
+    block_indent: int | None = None
     for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        found = _PLAIN_PROSE_WITH_HASH.match(line)
+        indent = len(line) - len(line.lstrip(" "))
+        if block_indent is not None and (not line.strip() or indent > block_indent):
+            continue
+        block_indent = None
+        start = _BLOCK_START.match(line)
+        if start:
+            block_indent = len(start.group(1))
+            continue
+        found = _PLAIN_WITH_HASH.match(line)
         if found:
-            problems.append(f"{path.name}:{number}: `{found.group(1)}` is cut at ' #' (a YAML comment): quote the text")
+            what = f"`{found.group(1)}`" if found.group(1) else "a list item"
+            problems.append(f"{path.name}:{number}: {what} is cut at ' #' (a YAML comment): quote the text")
     return problems
 
 
