@@ -10,7 +10,7 @@ from traintriage.analyze import curves, refine
 from traintriage.analyze.confidence_map import calibrated
 from traintriage.analyze.cut_traceback import last_frame_lines
 from traintriage.analyze.observations import Observation, local_tags_are_global, traceback_before
-from traintriage.analyze.ranks import SuspectRank, earliest_rank, report_ranks, suspects_for
+from traintriage.analyze.ranks import SuspectRank, earliest_rank, named_faulty_rank, report_ranks, suspects_for
 from traintriage.analyze.refine import USER_CODE
 from traintriage.analyze.salient import (
     excused_orders,
@@ -189,7 +189,8 @@ def analyze(
                             observations, members)
     if root is not None and root.entry_id == "training-hang" and hang is not None and hang.rank is not None:
         suspects.insert(0, SuspectRank(hang.rank, None, hang.detail))
-    initiating = _initiating(root, suspects) if root is not None else _unexplained_initiator(suspects, salient or cut)
+    initiating = (_initiating(root, suspects) if root is not None
+                  else _unexplained_initiator(suspects, salient or cut, named_faulty_rank(faulty)))
 
     environment = extract_environment([o.hit.text for o in _internal(observations, scanner, Internal.version)]
                                       + [o.hit.text for o in _internal(observations, scanner, Internal.gpu_model)])
@@ -365,9 +366,13 @@ def _initiating(root: Candidate | None, suspects: list[SuspectRank]) -> int | No
     return suspects[0].rank
 
 
-def _unexplained_initiator(suspects: list[SuspectRank], salient: list[Observation]) -> int | None:
-    """For a failure no class explains: the first rank whose own failure lines show it, else
-    the best suspect (a rank that died by a signal, torchrun's report)."""
+def _unexplained_initiator(suspects: list[SuspectRank], salient: list[Observation],
+                           named: SuspectRank | None) -> int | None:
+    """For a failure no class explains: a rank its peers name as the one that failed (they
+    print their own errors only because of it), else the first rank whose own failure lines
+    show it, else the best suspect (a rank that died by a signal, torchrun's report)."""
+    if named is not None:
+        return named.rank
     first = earliest_rank(salient)
     if first is not None:
         return first.rank

@@ -23,8 +23,10 @@ from traintriage.parse.traceback import TRACEBACK_HEADER
 # Applied to a hit's text (at most MAX_TEXT bytes). Each rank is digits then a separator
 # that is not optional, so a run of digits splits into ranks one way only (no backtracking).
 _FAILED_BARRIER = re.compile(r"Ranks? (\d{1,7}(?:, ?\d{1,7})*),? failed to pass monitoredBarrier")
+# ProcessGroupNCCL's ranks that could not fetch rank 0's ncclUniqueId from the store end with
+# `This may indicate a possible application crash on rank 0 or a network set up issue.`
 _FAULTY = re.compile(r"(?:check rank (\d+) logs for faulty rank|waiting for send/recv from rank (\d+)|"
-                     r"Culprit rank (\d+); Error type)")
+                     r"Culprit rank (\d+); Error type|possible application crash on rank (\d+))")
 # Horovod's coordinator names the ranks that never submitted a tensor: `<tensor> [missing ranks: 1]`
 # (0.16 and older), or under `Missing ranks:` one line per rank, `1!: [HorovodAllreduce_x, ...]`
 # (stall_inspector.cc; a tensor's name holds Horovod's default, match/internal.py's
