@@ -29,6 +29,12 @@ FAILED = {
         "W1104 03:12:09.119000 90211 torch/distributed/elastic/multiprocessing/api.py:897] Sending process 90251 "
         "closing signal SIGTERM",
     ],
+    "LightGBM's command-line program caught an exception": [
+        "[LightGBM] [Info] Total Bins 4081",
+        "[LightGBM] [Info] Number of data points in the train set: 120000, number of used features: 31",
+        "Met Exceptions:",
+        "Number of classes should be specified and greater than 1 for multiclass training",
+    ],
     "a ray actor died, in a log line": [
         "(TrainController pid=812) 2025-02-11 10:02:33,101\tERROR worker.py:408 -- "
         "The actor died unexpectedly before finishing this task.",
