@@ -10,7 +10,13 @@ from traintriage.analyze import curves, refine
 from traintriage.analyze.confidence_map import calibrated
 from traintriage.analyze.cut_traceback import last_frame_lines
 from traintriage.analyze.observations import Observation, local_tags_are_global, traceback_before
-from traintriage.analyze.ranks import SuspectRank, earliest_rank, named_faulty_rank, report_ranks, suspects_for
+from traintriage.analyze.ranks import (
+    SuspectRank,
+    earliest_rank,
+    named_faulty_rank,
+    report_ranks,
+    suspects_for,
+)
 from traintriage.analyze.refine import USER_CODE
 from traintriage.analyze.salient import (
     excused_orders,
