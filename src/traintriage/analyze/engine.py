@@ -191,12 +191,13 @@ def analyze(
                  if not _COLLATERAL_SIGNAL.search(o.hit.text)]
     agent_lines = _internal(observations, scanner, Internal.agent_failure)
     seen_ranks |= reported
-    suspects = suspects_for(root, signalled, reports, timeouts, faulty, agent_lines, seen_ranks - cut_short,
+    named = named_faulty_rank(faulty)
+    suspects = suspects_for(root, signalled, reports, timeouts, named, agent_lines, seen_ranks - cut_short,
                             observations, members)
     if root is not None and root.entry_id == "training-hang" and hang is not None and hang.rank is not None:
         suspects.insert(0, SuspectRank(hang.rank, None, hang.detail))
     initiating = (_initiating(root, suspects) if root is not None
-                  else _unexplained_initiator(suspects, salient or cut, named_faulty_rank(faulty)))
+                  else _unexplained_initiator(suspects, salient or cut, named))
 
     environment = extract_environment([o.hit.text for o in _internal(observations, scanner, Internal.version)]
                                       + [o.hit.text for o in _internal(observations, scanner, Internal.gpu_model)])

@@ -186,14 +186,14 @@ def suspects_for(
     failed_by_signal: list[Observation],
     reports: list[FailureReport],
     watchdog: list[Observation],
-    faulty: list[Observation],
+    named: SuspectRank | None,
     agent_lines: list[Observation],
     seen: set[int],
     observations: list[Observation] | None = None,
     members: set[int] | frozenset[int] = frozenset(),
 ) -> list[SuspectRank]:
+    """`named`: the rank the peers' own lines name as faulty (named_faulty_rank), strongest of all."""
     found: list[SuspectRank] = []
-    named = named_faulty_rank(faulty)
     if named is not None:
         found.append(named)
     if root is not None:
