@@ -49,6 +49,14 @@ FAILED = {
         "comm 0): Fatal error in PMPI_Init_thread: Other MPI error, error stack:",
         "MPIR_Init_thread(170).......:",
     ],
+    "open mpi's daemons cannot reach each other over tcp": [
+        "------------------------------------------------------------",
+        "A process or daemon was unable to complete a TCP connection",
+        "to another process:",
+        "  Local host:    node-a17",
+        "  Remote host:   node-b03",
+        "This is usually caused by a firewall on the remote host. Please",
+    ],
     "hydra's own config error, without a traceback": [
         "Additional config directory '/work/exp/conf/pretraining' not found",
         "",

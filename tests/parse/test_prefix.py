@@ -152,6 +152,9 @@ def test_plain_text_keeps_its_numbers(line: str) -> None:
         ("Worker proc VllmWorker-2 died unexpectedly, shutting down executor.", 2),
         ("x1921c0s3b0n0.hsn.cm.aurora.alcf.anl.gov: rank 17 died from signal 6", 17),
         ("gpu-node-2: rank 3 exited with code 134", 3),
+        ("  Process name: [[32288,1],6]", 6),
+        ("  Process name: [prterun-gpu01-48211@1,3]", 3),
+        ("Process name: 2", 2),
     ],
 )
 def test_launchers_name_the_process_that_died(line: str, rank: int) -> None:

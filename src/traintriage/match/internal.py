@@ -232,6 +232,8 @@ INTERNAL_PATTERNS: tuple[InternalPattern, ...] = (
         r"\b(?:mpirun|mpiexec|prterun) was unable to |-- Process \d{1,6} terminated with the following error:|"
         # Open MPI's launcher could not start its daemon on a node (orte/mca/plm help-plm-base.txt)
         r"\bORTE was unable to reliably start one or more daemons|"
+        # ... or one of its daemons could not reach another (help-oob-tcp.txt; a firewall between the hosts)
+        r"^A process or daemon was unable to complete a TCP connection|"
         r"Exception caught at file:\S{1,300}, line:\d{1,6}|(?:^|[\s\]>:])\w[\w.-]{0,100}\.py: error: |"
         r"error: subprocess-exited-with-error|ERROR: Failed building wheel for |ninja: build stopped: |"
         r"collect2: error: |CMake Error at |"

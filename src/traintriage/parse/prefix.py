@@ -127,7 +127,10 @@ _FAILED_PROCESS = re.compile(
     r"\bVllmWorker-(\d{1,5}) died|\bRayWorkerProc rank=\[(\d{1,5})[\],]|\bShard (\d{1,5}) (?:failed to start|crashed)|"
     # HPE Cray PALS mpiexec (ALCF Polaris, Aurora): `<host>: rank 5 exited with code 1`; the SIGTERM it
     # sends the other ranks afterwards (`rank 4 died from signal 15`) names no failure.
-    r"(?:^|: )rank (\d{1,7}) (?:exited with code [1-9]|died from signal (?!15\b)\d))"
+    r"(?:^|: )rank (\d{1,7}) (?:exited with code [1-9]|died from signal (?!15\b)\d)|"
+    # The line under `... exited with non-zero status ... The first process to do so was:`: Open MPI
+    # 4.x names it [[jobid,1],rank], PRRTE (Open MPI 5) [prterun-<host>-<pid>@1,rank], horovodrun the rank.
+    r"^\s*Process name:\s+(?:\[\[\d{1,10},\d{1,6}\],(\d{1,7})\]|\[[\w.-]{1,120}@\d{1,6},(\d{1,7})\]|(\d{1,7})\s*$))"
 )
 _RANK_IN_TEXT = re.compile(r"\b[Rr]ank[ :=]?\s?(\d{1,5})\b")
 # text-generation-inference's launcher logs through `tracing`: the shard's span field comes
