@@ -104,3 +104,18 @@ def test_an_unexplained_failure_still_names_the_rank_that_died(tmp_path: Path) -
     diagnosis = diagnose([str(path)])
     assert diagnosis.status is not Status.no_failure
     assert diagnosis.initiating_rank == 6
+
+
+def test_mpiruns_first_failed_process_names_the_initiating_rank(tmp_path: Path) -> None:
+    # Open MPI 4.x's block after a rank exits non-zero: the rank is the second number of the process name
+    path = tmp_path / "mpirun-exit.log"
+    path.write_text(
+        "[1,0]<stdout>:epoch 3 step 120 loss 1.82\n[1,5]<stdout>:epoch 3 step 120 loss 1.79\n"
+        "-" * 74 + "\nPrimary job  terminated normally, but 1 process returned\n"
+        "a non-zero exit code. Per user-direction, the job has been aborted.\n" + "-" * 74 + "\n"
+        "mpirun detected that one or more processes exited with non-zero status, thus causing\n"
+        "the job to be terminated. The first process to do so was:\n\n"
+        "  Process name: [[41219,1],5]\n  Exit code:    1\n" + "-" * 74 + "\n")
+    diagnosis = diagnose([str(path)])
+    assert diagnosis.status is not Status.no_failure
+    assert diagnosis.initiating_rank == 5
