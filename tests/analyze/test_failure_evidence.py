@@ -272,6 +272,15 @@ HEALTHY = {
         "    main()",
         '  File "/home/ana/train.py", line 95, in main',
     ],
+    "xformers logs the ImportError of its triton probe with its traceback and goes on": [
+        "[2025-03-02 21:14:05,118] WARNING: A matching Triton is not available, some optimizations will not be enabled",
+        "Traceback (most recent call last):",
+        '  File "C:\\venvs\\sd\\lib\\site-packages\\xformers\\__init__.py", line 57, in _is_triton_available',
+        "    import triton  # noqa",
+        "    ^^^^^^^^^^^^^",
+        "ModuleNotFoundError: No module named 'triton'",
+        "[2025-03-02 21:14:09,402] INFO: epoch 1 step 10 loss 0.412",
+    ],
     "nccl's sockets close at teardown after the run finished": [
         "[rank1] epoch 3 done, saving final weights",
         "node3:2210:9931 [1] NCCL INFO misc/socket.cc:47 -> 3",
@@ -534,3 +543,16 @@ def test_a_cut_traceback_names_the_rank_that_printed_it(tmp_path: Path) -> None:
     diagnosis = diagnose([str(path)])
     assert diagnosis.status == Status.unknown_failure
     assert diagnosis.initiating_rank == 2
+
+
+def test_a_failure_after_a_logged_and_recovered_exception_still_counts(tmp_path: Path) -> None:
+    """The excused span of a logged exception covers its own short traceback, not the run after it."""
+    recovered = HEALTHY["xformers logs the ImportError of its triton probe with its traceback and goes on"]
+    steps = [f"[2025-03-02 21:14:1{n},000] INFO: epoch 1 step {20 + n} loss 0.40" for n in range(3)]
+    failure = ["Traceback (most recent call last):", '  File "train.py", line 88, in <module>',
+               "RuntimeError: CUDA error: an illegal memory access was encountered"]
+    path = tmp_path / "run.log"
+    path.write_text("\n".join(recovered + steps + failure) + "\n")
+    diagnosis = diagnose([str(path)])
+    assert diagnosis.status is Status.failure
+    assert diagnosis.root_cause is not None and diagnosis.root_cause.id == "cuda-illegal-memory-access"

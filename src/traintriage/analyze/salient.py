@@ -29,6 +29,8 @@ from traintriage.parse.traceback import TRACEBACK_HEADER
 
 IGNORED_SPAN = 30
 """Lines after `Exception ignored in:` or a graph-break header that belong to its report."""
+LOGGED_SPAN = 8
+"""Lines after a warning logged with its caught exception: one short traceback, nothing later."""
 MAX_SALIENT = 8
 
 # Error-level lines that are not failures: NCCL could not load an optional transport library
@@ -88,7 +90,9 @@ def reports_at_the_end(observations: list[Observation], scanner: Scanner, last_l
     `last_lines`: each source's number of lines."""
     anchors = (internal_lines(observations, scanner, Internal.exception_ignored)
                + internal_lines(observations, scanner, Internal.graph_break))
-    return {a.hit.source for a in anchors if last_lines.get(a.hit.source, 0) - a.hit.line <= IGNORED_SPAN}
+    logged = internal_lines(observations, scanner, Internal.exception_logged)
+    return ({a.hit.source for a in anchors if last_lines.get(a.hit.source, 0) - a.hit.line <= IGNORED_SPAN}
+            | {a.hit.source for a in logged if last_lines.get(a.hit.source, 0) - a.hit.line <= LOGGED_SPAN})
 
 
 def excused_orders(observations: list[Observation], scanner: Scanner) -> set[int]:
@@ -101,6 +105,10 @@ def excused_orders(observations: list[Observation], scanner: Scanner) -> set[int
     if anchors:
         follows = after_an_anchor(anchors, IGNORED_SPAN)
         excused |= {o.order for o in observations if follows(o)}
+    logged = internal_lines(observations, scanner, Internal.exception_logged)
+    if logged:
+        follows_logged = after_an_anchor(logged, LOGGED_SPAN)
+        excused |= {o.order for o in observations if follows_logged(o)}
     return excused
 
 

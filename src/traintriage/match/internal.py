@@ -29,6 +29,7 @@ class Internal(str, Enum):
     agent_failure = "agent-failure"
     report_rank = "report-rank"
     exception_ignored = "exception-ignored"
+    exception_logged = "exception-logged"
     run_fact = "run-fact"
     fatal_line = "fatal-line"
     graph_break = "graph-break"
@@ -134,6 +135,11 @@ INTERNAL_PATTERNS: tuple[InternalPattern, ...] = (
     # Python's logging prints `--- Logging error ---` and the traceback of a record it could not
     # format or emit (Handler.handleError), then the program goes on.
     InternalPattern(Internal.exception_ignored, r"^(?:\S+: ?)?(?:Exception ignored in: |--- Logging error ---)", 256),
+    # A library's warning logged with `exc_info=True`: the traceback of an exception it caught and
+    # recovered from follows. xFormers' import-time probe for Triton (xformers/__init__.py
+    # _is_triton_available; xFormers runs without it, typically on Windows).
+    InternalPattern(Internal.exception_logged,
+                    r"A matching Triton is not available, some optimizations will not be enabled\s*$", 256),
     # Start-up lines that state a fact of the run (analyze/facts.py): world size, precision,
     # backend, ZeRO stage. Keyed on rare literals so the scan stays fast.
     InternalPattern(
