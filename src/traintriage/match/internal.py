@@ -226,6 +226,8 @@ INTERNAL_PATTERNS: tuple[InternalPattern, ...] = (
         # LightGBM's fatal log line (Log::Fatal throws), and its command-line program's catch-all, which prints
         # `Met Exceptions:` and the message on the next line (src/main.cpp)
         r"\[LightGBM\] \[Fatal\] |^Met Exceptions:\s{0,8}$|"
+        # MXNet's Symbol.infer_shape prints this and the input shapes just before it re-raises the MXNetError
+        r"\binfer_shape error\. Arguments:|"
         # MPICH's abort of an MPI call (`Abort(<code>) (rank 0 in comm 0): Fatal error in PMPI_Init_thread: ...`)
         r"\bFatal error in PMPI_\w{1,40}: |"
         # wandb.init giving up on its server (the CommError it raises may not be in the paste)
