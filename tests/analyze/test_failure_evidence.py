@@ -35,6 +35,11 @@ FAILED = {
         "Met Exceptions:",
         "Number of classes should be specified and greater than 1 for multiclass training",
     ],
+    "an old wandb.init could not start its background process": [
+        "wandb: Tracking run with wandb version 0.9.7",
+        "wandb: ERROR W&B process (PID 40211) did not respond",
+        "wandb: ERROR W&B process failed to launch, see: wandb/debug.log",
+    ],
     "a ray actor died, in a log line": [
         "(TrainController pid=812) 2025-02-11 10:02:33,101\tERROR worker.py:408 -- "
         "The actor died unexpectedly before finishing this task.",

@@ -232,6 +232,8 @@ INTERNAL_PATTERNS: tuple[InternalPattern, ...] = (
         r"\bFatal error in PMPI_\w{1,40}: |"
         # wandb.init giving up on its server (the CommError it raises may not be in the paste)
         r"wandb: ERROR Run initialization has timed out after |"
+        # wandb < 0.10's wandb.init when its background process did not come up (raises LaunchError)
+        r"wandb: ERROR W&B process failed to launch, see: |"
         r"(?:^|[\s:\]])" + HYDRA_CLOSING + r" for a complete stack trace|"
         r": The (?:factorization could not be completed because the input is not positive-definite|"
         r"algorithm failed to converge because the input matrix is ill-conditioned|"
