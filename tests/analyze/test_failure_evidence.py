@@ -35,6 +35,12 @@ FAILED = {
         "Met Exceptions:",
         "Number of classes should be specified and greater than 1 for multiclass training",
     ],
+    "the trainer printed its summary, then the process aborted on an uncaught C++ exception": [
+        "{'train_runtime': 5123.4, 'train_samples_per_second': 3.1, 'train_steps_per_second': 0.4, 'train_loss': 0.82, 'epoch': 1.0}",
+        "Saving model checkpoint to output/final",
+        "terminate called after throwing an instance of 'c10::Error'",
+        "  what():  CUDA error: an illegal memory access was encountered",
+    ],
     "an old wandb.init could not start its background process": [
         "wandb: Tracking run with wandb version 0.9.7",
         "wandb: ERROR W&B process (PID 40211) did not respond",

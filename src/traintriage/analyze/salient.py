@@ -112,6 +112,11 @@ def excused_orders(observations: list[Observation], scanner: Scanner) -> set[int
     return excused
 
 
+# The process itself died after training finished (a C++ exception nobody caught, a crash at
+# teardown): the job still exits with SIGABRT/SIGSEGV, whatever the trainer printed before.
+_ABORTED = re.compile(r"terminate called after throwing an instance of|^Fatal Python error: |Segmentation fault")
+
+
 def failure_evidence(
     observations: list[Observation], scanner: Scanner, points: list[MetricPoint], excused: set[int]
 ) -> list[Observation]:
@@ -124,7 +129,7 @@ def failure_evidence(
     completed = internal_lines(observations, scanner, Internal.completion)
     if completed:
         first_done = min(completed, key=position)
-        evidence = [o for o in evidence if position(o) < position(first_done)]
+        evidence = [o for o in evidence if position(o) < position(first_done) or _ABORTED.search(o.hit.text)]
     last_progress: dict[int, int] = {}
     for point in points:
         if point.step is not None or point.loss is not None:
