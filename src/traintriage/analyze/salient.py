@@ -88,28 +88,28 @@ def reports_at_the_end(observations: list[Observation], scanner: Scanner, last_l
     """Sources whose last lines belong to a report of an exception that did not stop the run (an
     `Exception ignored in` at exit, a logged graph break): a traceback cut there is no failure.
     `last_lines`: each source's number of lines."""
-    anchors = (internal_lines(observations, scanner, Internal.exception_ignored)
-               + internal_lines(observations, scanner, Internal.graph_break))
-    logged = internal_lines(observations, scanner, Internal.exception_logged)
-    return ({a.hit.source for a in anchors if last_lines.get(a.hit.source, 0) - a.hit.line <= IGNORED_SPAN}
-            | {a.hit.source for a in logged if last_lines.get(a.hit.source, 0) - a.hit.line <= LOGGED_SPAN})
+    return {a.hit.source for anchors, span in _report_anchors(observations, scanner) for a in anchors
+            if last_lines.get(a.hit.source, 0) - a.hit.line <= span}
 
 
 def excused_orders(observations: list[Observation], scanner: Scanner) -> set[int]:
     """Orders of lines that are not failures: those inside a report of one (an exception Python
-    printed as `Exception ignored in`, a Dynamo graph break logged while compilation carries on),
-    and a healthy run's notices that an optional component is absent."""
+    printed as `Exception ignored in`, a Dynamo graph break logged while compilation carries on,
+    a library's warning logged with the exception it recovered from), and a healthy run's notices
+    that an optional component is absent."""
     excused = {o.order for o in internal_lines(observations, scanner, Internal.benign_notice)}
-    anchors = (internal_lines(observations, scanner, Internal.exception_ignored)
-               + internal_lines(observations, scanner, Internal.graph_break))
-    if anchors:
-        follows = after_an_anchor(anchors, IGNORED_SPAN)
-        excused |= {o.order for o in observations if follows(o)}
-    logged = internal_lines(observations, scanner, Internal.exception_logged)
-    if logged:
-        follows_logged = after_an_anchor(logged, LOGGED_SPAN)
-        excused |= {o.order for o in observations if follows_logged(o)}
+    for anchors, span in _report_anchors(observations, scanner):
+        if anchors:
+            follows = after_an_anchor(anchors, span)
+            excused |= {o.order for o in observations if follows(o)}
     return excused
+
+
+def _report_anchors(observations: list[Observation], scanner: Scanner) -> list[tuple[list[Observation], int]]:
+    """The lines that open a report of an exception the run survived, with the lines each kind's report spans."""
+    return [(internal_lines(observations, scanner, Internal.exception_ignored)
+             + internal_lines(observations, scanner, Internal.graph_break), IGNORED_SPAN),
+            (internal_lines(observations, scanner, Internal.exception_logged), LOGGED_SPAN)]
 
 
 # The process itself died after training finished (a C++ exception nobody caught, a crash at
