@@ -68,6 +68,17 @@ FAILED = {
         "  Remote host:   node-b03",
         "This is usually caused by a firewall on the remote host. Please",
     ],
+    "open mpi's default error handler aborts in MPI_Init": [
+        "*** An error occurred in MPI_Init_thread",
+        "*** on a NULL communicator",
+        "*** MPI_ERRORS_ARE_FATAL (processes in this communicator will now abort,",
+        "***    and potentially your MPI job)",
+    ],
+    "hydra refuses an override, pasted without its closing line": [
+        "Could not override 'trainer.max_epochs_total'.",
+        "To append to your config use +trainer.max_epochs_total=30",
+        "Key 'max_epochs_total' is not in struct",
+    ],
     "hydra's own config error, without a traceback": [
         "Additional config directory '/work/exp/conf/pretraining' not found",
         "",

@@ -230,11 +230,16 @@ INTERNAL_PATTERNS: tuple[InternalPattern, ...] = (
         r"\binfer_shape error\. Arguments:|"
         # MPICH's abort of an MPI call (`Abort(<code>) (rank 0 in comm 0): Fatal error in PMPI_Init_thread: ...`)
         r"\bFatal error in PMPI_\w{1,40}: |"
+        # Open MPI's default error handler before it aborts (ompi/errhandler/errhandler_predefined.c)
+        r"^\*\*\* MPI_ERRORS_ARE_FATAL \(processes in this communicator will now abort|"
         # wandb.init giving up on its server (the CommError it raises may not be in the paste)
         r"wandb: ERROR Run initialization has timed out after |"
         # wandb < 0.10's wandb.init when its background process did not come up (raises LaunchError)
         r"wandb: ERROR W&B process failed to launch, see: |"
         r"(?:^|[\s:\]])" + HYDRA_CLOSING + r" for a complete stack trace|"
+        # Hydra refusing a command-line override (ConfigCompositionException, config_loader_impl.py), when the
+        # paste stops before its closing line
+        r"^Could not override '[^'\n]{1,200}'\.\s*$|"
         r": The (?:factorization could not be completed because the input is not positive-definite|"
         r"algorithm failed to converge because the input matrix is ill-conditioned|"
         r"diagonal element \d{1,9} is zero, the (?:inversion|solve) could not be completed)|"
