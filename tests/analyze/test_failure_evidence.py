@@ -74,6 +74,24 @@ FAILED = {
         "*** MPI_ERRORS_ARE_FATAL (processes in this communicator will now abort,",
         "***    and potentially your MPI job)",
     ],
+    "libtpu's crash handler aborts the process": [
+        "I0301 10:02:11.204133  91822 tpu_compile_op_common.cc:245] Compilation of program took 1.2s",
+        "*** SIGABRT received by PID 91822 (TID 91822) on cpu 7 from PID 91822; stack trace: ***",
+        "PC: @     0x7f31c2a9e00b  (unknown)  raise",
+    ],
+    "a failed large allocation reported by tcmalloc": [
+        "tcmalloc: large alloc 281474976710656 bytes == (nil) @  0x7f2e1b2c4680 0x7f2e1b2e5824",
+        "Unhandled exception:",
+    ],
+    "tf 1.x's coordinator stops the input threads on an error": [
+        "INFO:tensorflow:global step 410: loss = 0.8812 (0.331 sec/step)",
+        "INFO:tensorflow:Error reported to Coordinator: <class 'tensorflow.python.framework.errors_impl."
+        "InvalidArgumentError'>, Input to reshape is a tensor with 0 values, but the requested shape has 4",
+    ],
+    "a notebook kernel died and jupyter restarts it": [
+        "May 2, 2021, 3:11:09 PM | INFO | KernelRestarter: restarting kernel (1/5), keep random ports",
+        "May 2, 2021, 3:11:09 PM | WARNING | WARNING:root:kernel 7f0c2d1e restarted",
+    ],
     "hydra refuses an override, pasted without its closing line": [
         "Could not override 'trainer.max_epochs_total'.",
         "To append to your config use +trainer.max_epochs_total=30",
@@ -268,6 +286,13 @@ FAILED = {
 }
 
 HEALTHY = {
+    "tf 1.x queue runners cancelled as a healthy run shuts down": [
+        "INFO:tensorflow:global step 20000: loss = 0.2114 (0.301 sec/step)",
+        "INFO:tensorflow:Stopping Training.",
+        "INFO:tensorflow:Error reported to Coordinator: <class 'tensorflow.python.framework.errors_impl."
+        "CancelledError'>, Enqueue operation was cancelled",
+        "INFO:tensorflow:Finished training! Saving model to disk.",
+    ],
     "a traceback printed in full, then training goes on": [
         "Traceback (most recent call last):",
         '  File "/home/ana/train.py", line 88, in log_batch',

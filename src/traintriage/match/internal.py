@@ -232,6 +232,17 @@ INTERNAL_PATTERNS: tuple[InternalPattern, ...] = (
         r"\bFatal error in PMPI_\w{1,40}: |"
         # Open MPI's default error handler before it aborts (ompi/errhandler/errhandler_predefined.c)
         r"^\*\*\* MPI_ERRORS_ARE_FATAL \(processes in this communicator will now abort|"
+        # native crash handlers of Google's runtimes (libtpu/XLA: `*** SIGABRT received by PID 12 (TID 12) on cpu 3 from
+        # PID 12; stack trace: ***`) and TensorFlow's (`*** Received signal 11 ***`); tcmalloc reporting a large
+        # allocation that returned NULL (`tcmalloc: large alloc 377396076847104 bytes == (nil) @ ...`)
+        r"^\*\*\* SIG[A-Z]{3,6} received by PID \d{1,10} \(TID \d{1,10}\)|^\*\*\* Received signal \d{1,2} \*\*\*|"
+        r"\btcmalloc: large alloc \d{1,20} bytes == \(nil\)|"
+        # TF 1.x's Coordinator stopping the input threads on an error (the step's re-raise may be cut from the paste;
+        # not CancelledError, which queue runners report while a healthy run shuts down), and Jupyter's kernel
+        # restarter after the kernel process died (Colab's runtime log)
+        r"\bError reported to Coordinator: <class 'tensorflow\.python\.framework\.errors_impl\.(?:InvalidArgument|"
+        r"ResourceExhausted|Internal|DataLoss|NotFound|FailedPrecondition|Unknown|Unavailable|PermissionDenied|"
+        r"Unimplemented)Error'>|\bKernelRestarter: restarting kernel \(\d{1,3}/\d{1,3}\)|"
         # wandb.init giving up on its server (the CommError it raises may not be in the paste)
         r"wandb: ERROR Run initialization has timed out after |"
         # wandb < 0.10's wandb.init when its background process did not come up (raises LaunchError)
