@@ -96,3 +96,19 @@ def test_ipython_8_cells_are_the_users_code_and_library_files_are_not() -> None:
     assert (cell.file, cell.line, cell.is_user_code) == ("Cell In[7]", 5, True)
     assert (library.line, library.function, library.is_user_code) == (122, "filter_traceback.<locals>.error_handler", False)
     assert library.code.startswith("raise e.with_traceback")
+
+
+WINDOWS = r"""Traceback (most recent call last):
+  File "C:\Users\ana\proj\lib\train.py", line 51, in <module>
+    main()
+  File "C:\Users\ana\proj\lib\train.py", line 44, in main
+    logger.info(msg)
+  File "C:\Users\ana\Anaconda3\envs\torch\lib\logging\__init__.py", line 1489, in info
+    self._log(INFO, msg, args, **kwargs)""".splitlines()
+
+
+def test_windows_standard_library_frames_are_not_the_users_code() -> None:
+    traceback = parse_traceback(WINDOWS, "OSError: [Errno 22] Invalid argument: 'C:\\\\logs\\\\run:1.txt'")
+    assert traceback is not None
+    assert [f.is_user_code for f in traceback.frames] == [True, True, False]
+    assert traceback.user_frame is not None and traceback.user_frame.line == 44

@@ -8,6 +8,7 @@ is usually what went wrong.
 from __future__ import annotations
 
 import re
+import sys
 from dataclasses import dataclass
 
 _FRAME = re.compile(r'^\s*File "([^"]+)", line (\d+), in (\S+)')
@@ -47,8 +48,20 @@ class Frame:
         return self.file.endswith(_CYTHON_SUFFIXES)
 
     @property
+    def is_windows_stdlib(self) -> bool:
+        """A module of the standard library in a Windows install, which keeps it straight under the
+        prefix's `Lib` folder (`C:\\...\\Anaconda3\\lib\\multiprocessing\\reduction.py`), not under
+        `lib/pythonX.Y/` as on POSIX."""
+        at = self.file.lower().rfind("\\lib\\")
+        if at < 0:
+            return False
+        top = self.file[at + 5 :].split("\\", 1)[0]
+        return top.removesuffix(".py") in sys.stdlib_module_names
+
+    @property
     def is_user_code(self) -> bool:
-        return not (_LIBRARY_PATH.search(self.file) or self.file.startswith("<") or self.is_compiled_extension)
+        return not (_LIBRARY_PATH.search(self.file) or self.file.startswith("<") or self.is_compiled_extension
+                    or self.is_windows_stdlib)
 
 
 @dataclass(frozen=True)
