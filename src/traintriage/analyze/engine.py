@@ -26,7 +26,13 @@ from traintriage.analyze.salient import (
     worker_errors,
 )
 from traintriage.analyze.scoring import Candidate, rank_candidates, score_entries, supporting_hints
-from traintriage.analyze.script_error import SCRIPT_ERROR_SCORE, raised_in_script
+from traintriage.analyze.script_error import (
+    EMPTY_DATA,
+    EMPTY_DATA_SCORE,
+    SCRIPT_ERROR_SCORE,
+    divided_by_empty_data,
+    raised_in_script,
+)
 from traintriage.analyze.second_opinion import as_hints, second_opinion
 from traintriage.analyze.timing import NO_PROGRESS, hang_finding
 from traintriage.kb.loader import KnowledgeBase
@@ -175,6 +181,13 @@ def analyze(
         opinion = as_hints(second_opinion(cut, kb, scanner))
     if opinion is not None:
         ranked, root = opinion.candidates, opinion.root
+    # the catch-all for script errors (a signature of Python's own exception types) yields to it too
+    raised = salient if root is None else root.roots if root.entry_id == USER_CODE else []
+    empty_data = divided_by_empty_data(raised) if EMPTY_DATA in kb.entries else None
+    if empty_data is not None:
+        root = _synthetic(EMPTY_DATA, EMPTY_DATA_SCORE, empty_data,
+                          "division by zero where the divisor is the length of the data (the loader or dataset is empty)")
+        ranked = [root] + [c for c in ranked if c.entry_id != EMPTY_DATA]
     script_error = raised_in_script(salient) if root is None and USER_CODE in kb.entries else None
     if script_error is not None:
         root = _synthetic(USER_CODE, SCRIPT_ERROR_SCORE, script_error,
@@ -207,6 +220,8 @@ def analyze(
            else _confidence([c for c in ranked if c.entry_id not in explained], ranked))
     if script_error is not None:
         raw = {**raw, USER_CODE: SCRIPT_ERROR_SCORE}
+    if empty_data is not None:
+        raw = {**raw, EMPTY_DATA: EMPTY_DATA_SCORE}
     raw = {**{h.entry_id: round(h.score, 2) for h in hints}, **raw}  # a hint never lowers an opinion's figure
     confidence = {entry_id: calibrated(value) for entry_id, value in raw.items()}
     return Analysis(ranked=ranked, root=root, collateral=collateral, suspects=suspects,

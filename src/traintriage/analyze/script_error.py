@@ -69,3 +69,27 @@ def deliberate_check(traceback: Traceback, message: str) -> bool:
         return False
     deepest = traceback.frames[-1]
     return deepest.is_user_code and (found.group(1) == "AssertionError" or deepest.code.startswith("raise "))
+
+
+EMPTY_DATA = "empty-dataset"
+EMPTY_DATA_SCORE = 0.5
+"""Weaker than a signature of the class: the divisor's name is a strong hint, not the loader's own message."""
+# Applied to one source line (a frame's code, at most a few hundred characters): a division whose divisor
+# is the length of a loader, dataset or batch list, or a count of steps or batches per epoch.
+_DIVIDED_BY_DATA = re.compile(
+    r"(?://|/|%)\s{0,4}(?:len\(\s{0,4}[\w.]{0,80}(?:loader|dataset|data|batches|samples)[\w.]{0,40}\s{0,4}\)|"
+    r"[\w.]{0,60}(?:steps_per_epoch|num_batches|n_batches|batches|num_samples|batches_per_epoch|num_update_steps_per_epoch)\b)",
+    re.IGNORECASE,
+)
+
+
+def divided_by_empty_data(salient: list[Observation]) -> Observation | None:
+    """A ZeroDivisionError on a line that divides by the length of the data (`iteration / len(train_loader)`,
+    `global_step // self.steps_per_epoch`): the loader or dataset is empty, a cause the KB has."""
+    for observation in sorted(salient, key=lambda o: (o.hit.source, o.hit.line), reverse=True):
+        if "ZeroDivisionError" not in observation.message.split(":", 1)[0] or not observation.hit.before:
+            continue
+        traceback = traceback_before(observation)
+        if traceback is not None and traceback.frames and _DIVIDED_BY_DATA.search(traceback.frames[-1].code[:400]):
+            return observation
+    return None
