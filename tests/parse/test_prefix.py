@@ -155,6 +155,7 @@ def test_plain_text_keeps_its_numbers(line: str) -> None:
         ("  Process name: [[32288,1],6]", 6),
         ("  Process name: [prterun-gpu01-48211@1,3]", 3),
         ("Process name: 2", 2),
+        ("MPI_ABORT was invoked on rank 4 in communicator MPI_COMM_WORLD", 4),
     ],
 )
 def test_launchers_name_the_process_that_died(line: str, rank: int) -> None:
