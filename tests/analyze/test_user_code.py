@@ -117,6 +117,22 @@ def test_a_builtin_error_an_installed_package_raised_is_not_the_scripts(tmp_path
     assert diagnose([str(path)]).status.value == "unknown-failure"
 
 
+RAISED_ON_A_CONTINUATION_LINE = """Traceback (most recent call last):
+  File "tools/train.py", line 171, in main
+    model = build_detector(cfg.model)
+  File "/home/bo/envs/mm/lib/python3.7/site-packages/mmcv/utils/registry.py", line 44, in build_from_cfg
+    f'{obj_type} is not in the {registry.name} registry')
+KeyError: 'FancyHead is not in the models registry'
+"""
+
+
+def test_a_package_raise_shown_by_its_message_line_is_not_the_scripts(tmp_path: Path) -> None:
+    """Python 3.7 prints the last line of a `raise` that spans lines: the message's literal."""
+    path = tmp_path / "train.log"
+    path.write_text(RAISED_ON_A_CONTINUATION_LINE)
+    assert diagnose([str(path)]).status.value == "unknown-failure"
+
+
 RAISED_IN_A_COMPILED_EXTENSION = """Traceback (most recent call last):
   File "eval_grid.py", line 64, in evaluate
     store = h5py.File(out_path, "r+")  # another rank holds it open

@@ -163,7 +163,13 @@ def _raised_in_a_package(traceback: Traceback) -> bool:
     if deepest.is_compiled_extension:
         return True
     return (not deepest.is_user_code and bool(_INSTALLED.search(deepest.file))
-            and deepest.code.startswith(("raise ", "assert ")))
+            and (deepest.code.startswith(("raise ", "assert ")) or _MESSAGE_LINE.match(deepest.code) is not None))
+
+
+# Python before 3.8 shows the last line of a statement that spans lines: for a `raise X(\n f'...')` in a
+# package, the line with the message's string literal (mmcv's registry: `f'{obj_type} is not in the
+# {registry.name} registry')`). Applied with .match to one source line.
+_MESSAGE_LINE = re.compile(r"""[fFrRbBuU]{0,2}['"]""")
 
 
 def _refine_oom(candidates: dict[str, Candidate], kb: KnowledgeBase) -> None:
