@@ -181,7 +181,8 @@ def analyze(
         opinion = as_hints(second_opinion(cut, kb, scanner))
     if opinion is not None:
         ranked, root = opinion.candidates, opinion.root
-    # the catch-all for script errors (a signature of Python's own exception types) yields to it too
+    # a division by the length of empty data outranks the catch-all for script errors too (a signature of
+    # Python's own exception types)
     raised = salient if root is None else root.roots if root.entry_id == USER_CODE else []
     empty_data = divided_by_empty_data(raised) if EMPTY_DATA in kb.entries else None
     if empty_data is not None:

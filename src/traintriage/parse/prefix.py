@@ -124,7 +124,9 @@ _COMPOSE = re.compile(r"([A-Za-z][\w.-]{0,62}[-_]\d{1,4}) {1,64}\| (?=\S)")
 _FAILED_PROCESS = re.compile(
     r"(?:mpirun noticed that process rank (\d{1,6}) with PID|srun: error: [\w.<>-]{1,64}: task (\d{1,6}): |"
     r"\b[Pp]rocess (\d{1,6}) (?:terminated with (?:signal|exit code|the following error)|exit with status code)|"
-    r"\bMPI_ABORT was invoked on rank (\d{1,7}) in communicator|\bVllmWorker-(\d{1,5}) died|\bRayWorkerProc rank=\[(\d{1,5})[\],]|\bShard (\d{1,5}) (?:failed to start|crashed)|"
+    r"\bVllmWorker-(\d{1,5}) died|\bRayWorkerProc rank=\[(\d{1,5})[\],]|\bShard (\d{1,5}) (?:failed to start|crashed)|"
+    # Open MPI's report of the rank that called MPI_Abort (on its own error)
+    r"\bMPI_ABORT was invoked on rank (\d{1,7}) in communicator|"
     # HPE Cray PALS mpiexec (ALCF Polaris, Aurora): `<host>: rank 5 exited with code 1`; the SIGTERM it
     # sends the other ranks afterwards (`rank 4 died from signal 15`) names no failure.
     r"(?:^|: )rank (\d{1,7}) (?:exited with code [1-9]|died from signal (?!15\b)\d)|"
