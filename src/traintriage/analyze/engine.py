@@ -43,7 +43,7 @@ from traintriage.match.scan import LineHit, SourceScan
 from traintriage.parse.environment import extract_environment
 from traintriage.parse.metrics import MetricPoint, parse_metric_line
 from traintriage.parse.torchrun import FailureReport, parse_root_cause
-from traintriage.parse.traceback import Traceback
+from traintriage.parse.traceback import TRACEBACK_HEADER, Traceback
 
 THRESHOLD = 0.3
 LAUNCHER_WRAPPERS = frozenset({"elastic-child-failed", "slurm-srun-task-exited", "mpi-job-aborted"})
@@ -135,6 +135,8 @@ def analyze(
     evidence = failure_evidence(observations, scanner, points, excused)
     _settle_excused(candidates, kb, points, bool(_internal(observations, scanner, Internal.completion)),
                     bool(evidence))
+    if not evidence:
+        _drop_recovered(candidates, kb, points)
     seen_ranks = {o.rank for o in observations if o.rank is not None} | {p.rank for p in points if p.rank is not None}
     findings = _curve_findings(observations, points, candidates, names)
     anomalies = [f for f in findings if f is not None]
@@ -272,6 +274,34 @@ def _settle_excused(
         else:
             candidate.score *= EXCUSED_FACTOR
             candidate.reason += "; no progress after the recovery attempt"
+
+
+def _drop_recovered(candidates: dict[str, Candidate], kb: KnowledgeBase, points: list[MetricPoint]) -> None:
+    """An exception the run went on from: when nothing in the log shows a failure it did not recover
+    from, a class whose every line is an exception a logger printed with its traceback (`logger.exception`,
+    `exc_info=True`: the program caught it) and is followed by training progress of the same rank is
+    not what stopped the run."""
+    for entry_id, candidate in list(candidates.items()):
+        if candidate.nature is not Nature.root or not candidate.roots or _is_stall(kb.get(entry_id)):
+            continue
+        if all(_logged_with_traceback(o) and _progress_after(o, points) for o in candidate.roots):
+            del candidates[entry_id]
+
+
+# A log record's level, on the line just above a traceback's header: the logger printed the exception.
+_LOG_RECORD = re.compile(r"(?:^|[\s|\[])(?:ERROR|WARNING|WARN|CRITICAL|EXCEPTION)(?:[\s|\]:]|$)")
+
+
+def _logged_with_traceback(observation: Observation) -> bool:
+    before = observation.hit.before
+    headers = [i for i, text in enumerate(before) if TRACEBACK_HEADER in text]
+    return bool(headers) and headers[-1] > 0 and _LOG_RECORD.search(before[headers[-1] - 1][:300]) is not None
+
+
+def _progress_after(observation: Observation, points: list[MetricPoint]) -> bool:
+    return any(p.source == observation.hit.source and p.line > observation.hit.line
+               and (p.step is not None or p.loss is not None)
+               and (observation.rank is None or p.rank == observation.rank) for p in points)
 
 
 _STALL_TAGS = frozenset({"hang", "stall", "deadlock", "no-progress"})

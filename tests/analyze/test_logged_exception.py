@@ -1,0 +1,41 @@
+"""An exception a logger printed with its traceback (the program caught it), followed by more training
+steps of the same rank, did not stop the run; the same lines with nothing after them did."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from traintriage.pipeline import diagnose
+
+LOGGED = [
+    "[default1]:2026-03-02 10:11:04,736 [rank1] ERROR train: pretrained head not found; starting from random init",
+    "[default1]:Traceback (most recent call last):",
+    '[default1]:  File "/srv/job/train.py", line 61, in load_head',
+    "[default1]:    state = torch.load(path, map_location='cpu')",
+    '[default1]:  File "/opt/venv/lib/python3.11/site-packages/torch/serialization.py", line 1561, in load',
+    '[default1]:    with _open_file_like(f, "rb") as opened_file:',
+    "[default1]:FileNotFoundError: [Errno 2] No such file or directory: '/srv/job/head.pt'",
+]
+STEPS = [f"[default1]:2026-03-02 10:11:0{5 + i},100 [rank1] INFO train: step {10 * (i + 1)} loss {1.9 - 0.2 * i:.2f}"
+         for i in range(4)]
+
+
+def test_a_logged_exception_then_more_steps_is_not_the_failure(tmp_path: Path) -> None:
+    path = tmp_path / "train.log"
+    path.write_text("\n".join(LOGGED + STEPS) + "\n")
+    assert diagnose([str(path)]).status.value == "no-failure"
+
+
+def test_a_logged_exception_with_nothing_after_it_is_the_failure(tmp_path: Path) -> None:
+    path = tmp_path / "train.log"
+    path.write_text("\n".join(STEPS + LOGGED) + "\n")
+    diagnosis = diagnose([str(path)])
+    assert diagnosis.root_cause is not None and diagnosis.root_cause.id == "file-not-found"
+
+
+def test_another_ranks_steps_do_not_excuse_it(tmp_path: Path) -> None:
+    others = [line.replace("[default1]", "[default0]").replace("[rank1]", "[rank0]") for line in STEPS]
+    path = tmp_path / "train.log"
+    path.write_text("\n".join(LOGGED + others) + "\n")
+    diagnosis = diagnose([str(path)])
+    assert diagnosis.root_cause is not None and diagnosis.root_cause.id == "file-not-found"
