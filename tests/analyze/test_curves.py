@@ -71,3 +71,41 @@ def test_grad_norm_nan_from_the_first_logged_step_is_a_nan_onset() -> None:
 
 def test_one_late_nan_grad_norm_is_not_persistent() -> None:
     assert curves.persistent_nonfinite_grad(_series([2.3, 2.2], grads=[1.1, float("nan")])) is None
+
+
+def _lockstep(slow_rank: int | None, onset: int, wait: float) -> list[MetricPoint]:
+    """Four ranks in lockstep: every step takes as long as the slowest rank's; from `onset` on,
+    `slow_rank` waits `wait` seconds for each batch."""
+    points = []
+    for step in range(40):
+        slow = slow_rank is not None and step >= onset
+        for rank in range(4):
+            data = wait if slow and rank == slow_rank else 0.0004
+            points.append(MetricPoint(source=0, line=4 * step + rank, rank=rank, step=step, loss=2.0 - step / 40,
+                                      step_time=0.006 + (wait if slow else 0.0), data_time=data))
+    return points
+
+
+def test_a_rank_whose_input_pipeline_slows_midway_is_the_straggler() -> None:
+    finding = curves.straggler(_lockstep(slow_rank=3, onset=15, wait=0.08))
+    assert finding is not None and finding.rank == 3 and "batch" in finding.detail
+
+
+@pytest.mark.parametrize("wait", [0.0004, 0.005])
+def test_lockstep_ranks_with_fast_input_have_no_straggler(wait: float) -> None:
+    assert curves.straggler(_lockstep(slow_rank=1, onset=0, wait=wait)) is None
+
+
+def test_data_time_is_read_from_the_common_metric_shapes() -> None:
+    from traintriage.parse.metrics import parse_metric_line
+
+    shapes = {
+        "[rank3] step 40/50 loss 1.24 step_time 96.0ms data 83.1ms fwd_bwd 3.5ms": 0.0831,
+        "trainer: step 5/60 loss 2.37 step_time 61.5 ms (data 60.3 ms) sync_wait 8.2 ms": 0.0603,
+        "Epoch(train) [2][150/788] lr: 2.0e-03 time: 0.8396 data_time: 0.0166 loss: 1.50": 0.0166,
+        "step 3 loss 2.10 data 12 samples": None,
+    }
+    for line, seconds in shapes.items():
+        point = parse_metric_line(line, 0, 1)
+        assert point is not None
+        assert (point.data_time is None) if seconds is None else point.data_time == pytest.approx(seconds)

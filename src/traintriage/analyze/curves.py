@@ -183,23 +183,48 @@ def _onset(series: list[MetricPoint], best: float) -> MetricPoint:
 
 
 def straggler(points: list[MetricPoint]) -> CurveFinding | None:
-    """A rank whose median step time is consistently above its peers'."""
-    per_rank = {s[0].rank: [p.step_time for p in s if p.step_time] for s in by_rank(points).values()
-                if s[0].rank is not None}
-    per_rank = {r: times for r, times in per_rank.items() if len(times) >= 5}
+    """A rank whose median step time is consistently above its peers'; or, when the ranks step in
+    lockstep (each step time includes waiting for the slowest), whose time waiting for its batch
+    is, over the later half of the run (a pipeline can slow down midway)."""
+    curves = [s for s in by_rank(points).values() if s[0].rank is not None]
+    found = _slowest({s[0].rank: [p.step_time for p in s if p.step_time] for s in curves}, STRAGGLER_FACTOR)
+    if found is not None:
+        slowest, own, others = found
+        point = next(p for p in points if p.rank == slowest and p.step_time)
+        return CurveFinding("straggler", slowest, None,
+                            f"rank {slowest} median step {own:.3g}s vs {others:.3g}s on its peers "
+                            f"({own / others:.1f}x slower)", point)
+    late = {s[0].rank: [p for p in s[len(s) // 2:] if p.data_time is not None] for s in curves}
+    found = _slowest({rank: [p.data_time for p in series if p.data_time is not None] for rank, series in late.items()},
+                     DATA_WAIT_FACTOR, floor=MIN_DATA_WAIT)
+    if found is None:
+        return None
+    slowest, own, others = found
+    point = late[slowest][0]
+    return CurveFinding("straggler", slowest, None,
+                        f"rank {slowest} waits {own:.3g}s a step for its batch vs {others:.3g}s on its peers "
+                        "(its input pipeline holds every rank back)", point)
+
+
+DATA_WAIT_FACTOR = 3.0
+MIN_DATA_WAIT = 0.01
+"""A batch wait that slows a step: at least 10 ms, three times the peers' (which round to 0 when the
+loader keeps up)."""
+
+
+def _slowest(per_rank: dict[int | None, list[float]], factor: float, floor: float = 0.0
+             ) -> tuple[int, float, float] | None:
+    """The rank whose median is `factor` times its peers' median (at least `floor`) on 60% of its
+    points or more: (rank, its median, the peers')."""
+    per_rank = {r: times for r, times in per_rank.items() if r is not None and len(times) >= 5}
     if len(per_rank) < 2:
         return None
-    medians = {r: median(t for t in times if t is not None) for r, times in per_rank.items()}
+    medians = {r: median(times) for r, times in per_rank.items()}
     slowest = max(medians, key=lambda r: medians[r])
     others = median(v for r, v in medians.items() if r != slowest)
-    if others <= 0 or medians[slowest] < STRAGGLER_FACTOR * others:
+    bar = max(factor * others, floor)
+    if bar <= 0 or medians[slowest] < bar:
         return None
-    slow_steps = [t for t in per_rank[slowest] if t is not None]
-    consistent = sum(1 for t in slow_steps if t > STRAGGLER_FACTOR * others) / len(slow_steps)
-    if consistent < 0.6:
+    if sum(1 for t in per_rank[slowest] if t > bar) / len(per_rank[slowest]) < 0.6:
         return None
-    point = next(p for p in points if p.rank == slowest and p.step_time)
-    factor = medians[slowest] / others
-    return CurveFinding("straggler", slowest, None,
-                        f"rank {slowest} median step {medians[slowest]:.3g}s vs {others:.3g}s on its peers ({factor:.1f}x slower)",
-                        point)
+    return slowest, medians[slowest], others

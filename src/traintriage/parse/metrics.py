@@ -30,6 +30,8 @@ _STEP = re.compile(r"(?:\bglobal[_ ]step|\bstep|\biteration|\biter)\s*[:=]?\s*\[
 _STEP_TIME = re.compile(
     r"(?:elapsed time per iteration \(ms\)|step[_ ]time|iter[_ ]time|\btime)['\"]?\s*[:=]?\s*(\d+\.?\d*)\s*(ms|s)?\b"
 )
+# `data_time: 0.0166` (a key that says it is a time), or `data 83.1ms` / `(data 60.3 ms)` with a unit
+_DATA_TIME = re.compile(r"\bdata[_ ]time['\"]?\s*[:=]?\s*(\d+\.?\d*)\s*(ms|s)?\b|\bdata[ :=]\s?(\d+\.?\d*)\s?(ms|s)\b")
 # A rate is a number before its unit (`91582 tokens/s`, tqdm's `5.37it/s`) or after its key:
 # the unit is found first and the number read just before it, not tried at every digit.
 _RATE_UNIT = re.compile(r"(?:samples|tokens)/s(?:ec)?|it/s")
@@ -61,6 +63,10 @@ class MetricPoint:
     local_only: bool = False
     """`rank` is only the local-rank tag (no global tag, no per-rank file): the analysis keeps
     it as the rank only when the log shows one node."""
+    data_time: float | None = None
+    """Seconds the step waited for its batch (`data 83.1ms`, mmengine's `data_time: 0.0166`): in
+    synchronous data parallelism every rank's step time includes waiting for the slowest, so a
+    slow input pipeline shows only here."""
 
 
 def _float(text: str | None) -> float | None:
@@ -91,6 +97,13 @@ def parse_metric_line(line: str, source: int, number: int, rank: int | None = No
         if step_time is not None and (time_match.group(2) == "ms" or "(ms)" in time_match.group(0)):
             step_time /= 1000.0
     lr = _LR.search(lower) if "lr" in lower or "learning" in lower else None
+    data_match = _DATA_TIME.search(lower) if "data" in lower else None
+    data_time: float | None = None
+    if data_match:
+        value, unit = (data_match.group(1), data_match.group(2)) if data_match.group(1) else data_match.group(3, 4)
+        data_time = _float(value)
+        if data_time is not None and unit == "ms":
+            data_time /= 1000.0
     return MetricPoint(
         source=source,
         line=number,
@@ -107,6 +120,7 @@ def parse_metric_line(line: str, source: int, number: int, rank: int | None = No
         host=prefix.host,
         local_rank=prefix.local_rank,
         local_only=prefix.rank is None and rank is None and prefix.local_rank is not None,
+        data_time=data_time,
     )
 
 
