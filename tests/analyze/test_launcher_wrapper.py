@@ -57,3 +57,19 @@ def test_a_script_refusing_its_arguments_is_the_workers_error(tmp_path: Path) ->
     diagnosis = _diagnose(tmp_path, ARGPARSE_ERROR + TORCHRUN_REPORT.format(code=2))
     assert diagnosis.status.value == "unknown-failure"
     assert any("unrecognized arguments" in line.text for line in diagnosis.unknown)
+
+
+WORKER_TIMEOUT = """[rank1]: Traceback (most recent call last):
+[rank1]:   File "/srv/job/train.py", line 77, in evaluate
+[rank1]:     with FileLock(cache_dir / "eval.lock", timeout=5):
+[rank1]:   File "/opt/conda/lib/python3.11/site-packages/filelock/_api.py", line 339, in acquire
+[rank1]:     raise Timeout(lock_filename)
+[rank1]: filelock._error.Timeout: The file lock '/srv/cache/eval.lock' could not be acquired.
+"""
+
+
+def test_a_worker_error_whose_class_name_says_nothing_is_still_the_workers_error(tmp_path: Path) -> None:
+    """`Timeout` ends in neither Error nor Exception; its module (`filelock._error`) says what it is."""
+    diagnosis = _diagnose(tmp_path, WORKER_TIMEOUT + TORCHRUN_REPORT.format(code=1))
+    assert diagnosis.status.value == "unknown-failure"
+    assert any("could not be acquired" in line.text for line in diagnosis.unknown)

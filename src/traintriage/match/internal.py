@@ -43,6 +43,8 @@ class Internal(str, Enum):
 HOROVOD_TENSOR = (r"(?:Horovod(?:Allreduce|Allgather|Broadcast|Alltoall|ReduceScatter)|"
                   r"(?:horovod_|grouped_)?(?:allreduce|allgather|broadcast|alltoall|reducescatter)\.)")
 
+NOT_ENDING_IN_WARNING = "(?:[^\\Wg]|[^\\Wn]g|[^\\Wi]ng|[^\\Wn]ing|[^\\Wr]ning|[^\\Wa]rning|[^\\WW]arning)"
+"""The last characters of a class name that is not `...Warning` (Hyperscan has no lookbehind)."""
 HYDRA_CLOSING = "Set the environment variable HYDRA_FULL_ERROR=1"
 """Hydra's closing line after an error it caught (`... for a complete stack trace.`); analyze/salient.py
 shows the message printed above it instead."""
@@ -67,7 +69,13 @@ INTERNAL_PATTERNS: tuple[InternalPattern, ...] = (
         r"(?:^|[\s\]:>|])(?:(?:[A-Za-z_][\w]*\.)*_?[A-Z][A-Za-z0-9_]*(?:Error|Exception|Interrupt|Exit|Failure)|Exception)"
         # Ray wraps the cause's class: `ray.exceptions.RayTaskError(OutOfMemoryError): ray::...`
         r"(?:\([A-Za-z_][\w.]{0,80}\))?"
-        r"(?::\s|:$|$| \(see above for traceback\): )",  # the last form: TensorFlow 1.x
+        r"(?::\s|:$|$| \(see above for traceback\): )|"  # the last form: TensorFlow 1.x
+        # a class whose name says nothing, from a package's errors module, at the start of the line as a
+        # traceback ends (`filelock._core._errors.Timeout: ...`, `triton.runtime.errors.OutOfResources: ...`,
+        # `torch._dynamo.exc.Unsupported: ...`); the module's name is the literal the scan looks for first.
+        # Not a warning category from such a module (`sklearn.exceptions.ConvergenceWarning: ...`).
+        r"(?:^|\]:? ?)(?:[a-z_][a-z0-9_]{0,40}\.){0,6}_?(?:errors?|exc|exceptions)\.[A-Z][A-Za-z0-9_]{0,60}"
+        + NOT_ENDING_IN_WARNING + r": [^\s\d]",
         512,
         context=True,
     ),
