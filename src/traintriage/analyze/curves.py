@@ -216,15 +216,15 @@ def _slowest(per_rank: dict[int | None, list[float]], factor: float, floor: floa
              ) -> tuple[int, float, float] | None:
     """The rank whose median is `factor` times its peers' median (at least `floor`) on 60% of its
     points or more: (rank, its median, the peers')."""
-    per_rank = {r: times for r, times in per_rank.items() if r is not None and len(times) >= 5}
-    if len(per_rank) < 2:
+    ranked: dict[int, list[float]] = {r: times for r, times in per_rank.items() if r is not None and len(times) >= 5}
+    if len(ranked) < 2:
         return None
-    medians = {r: median(times) for r, times in per_rank.items()}
+    medians = {r: median(times) for r, times in ranked.items()}
     slowest = max(medians, key=lambda r: medians[r])
     others = median(v for r, v in medians.items() if r != slowest)
     bar = max(factor * others, floor)
     if bar <= 0 or medians[slowest] < bar:
         return None
-    if sum(1 for t in per_rank[slowest] if t > bar) / len(per_rank[slowest]) < 0.6:
+    if sum(1 for t in ranked[slowest] if t > bar) / len(ranked[slowest]) < 0.6:
         return None
     return slowest, medians[slowest], others
