@@ -76,3 +76,31 @@ def test_a_silent_culprit_borrows_no_waiting_ranks_traceback(tmp_path: Path) -> 
     assert diagnosis.root_cause.user_frame is None
     assert diagnosis.root_cause.exception is None or "Timed out" not in diagnosis.root_cause.exception
     assert diagnosis.root_cause.exception is None or "exitcode" not in diagnosis.root_cause.exception
+
+
+_SESSION_THEN_SCRIPT = """Traceback (most recent call last):
+  File "/usr/lib/python3/dist-packages/tensorflow/python/client/session.py", line 1322, in _do_call
+    return fn(*args)
+  File "/usr/lib/python3/dist-packages/tensorflow/python/framework/errors_impl.py", line 466, in __exit__
+    c_api.TF_GetCode(self.status.status))
+tensorflow.python.framework.errors_impl.ResourceExhaustedError: OOM when allocating tensor with shape[512,4096]
+
+During handling of the above exception, another exception occurred:
+
+Traceback (most recent call last):
+  File "/home/kim/seq2seq/train.py", line 64, in <module>
+    loss, _ = sess.run([model.loss, model.train_op], feed_dict=feed)
+  File "/usr/lib/python3/dist-packages/tensorflow/python/client/session.py", line 900, in run
+    run_metadata_ptr)
+"""
+
+
+def test_the_frame_comes_from_the_traceback_printed_after_a_library_only_one(tmp_path: Path) -> None:
+    """The root's own traceback runs inside TensorFlow only; the script's call is in the one Python
+    printed next, even though the paste stops before that one's exception line."""
+    path = tmp_path / "train.log"
+    path.write_text(_SESSION_THEN_SCRIPT)
+    diagnosis = diagnose([str(path)])
+    assert diagnosis.root_cause is not None and diagnosis.root_cause.user_frame is not None
+    frame = diagnosis.root_cause.user_frame
+    assert (frame.file.rsplit("/", 1)[-1], frame.line) == ("train.py", 64)  # the user's name is masked

@@ -16,6 +16,7 @@ from traintriage.kb.loader import KnowledgeBase
 from traintriage.kb.schema import Entry, Role
 from traintriage.match.compiler import PatternKind, load_scanner
 from traintriage.match.scan import SourceScan
+from traintriage.parse.prefix import parse_prefix
 from traintriage.parse.traceback import TRACEBACK_HEADER, Frame, Traceback, parse_traceback
 from traintriage.report import consistency
 from traintriage.report.fixes import choose_fix
@@ -147,7 +148,31 @@ def _user_frame(analysis: Analysis, own: Traceback | None, nearby: Traceback | N
         return None
     if "Fatal Python error" in first.message:
         return _faulthandler_user_frame(first)
-    return nearby.user_frame if nearby is not None else None
+    if nearby is not None and nearby.user_frame is not None:
+        return nearby.user_frame
+    return _continued_user_frame(first)
+
+
+_CONTINUED = ("During handling of the above exception", "The above exception was the direct cause")
+
+
+def _continued_user_frame(first: Observation) -> Frame | None:
+    """The user's frame in the traceback Python printed right after the root's own (`During handling of
+    the above exception, another exception occurred:`), when the root's ran inside libraries only (a
+    TensorFlow session call): the script's line that made the call, even when that second traceback is
+    cut before its own exception line."""
+    after = [parse_prefix(text).message for text in first.hit.after]
+    start = next((i for i, text in enumerate(after[:4]) if text.startswith(_CONTINUED)), None)
+    if start is None:
+        return None
+    block: list[str] = []
+    for text in after[start + 1 :]:
+        if block and (TRACEBACK_HEADER in text or text.startswith(_CONTINUED)):
+            break  # a third traceback: not the script's call of the root's
+        if block or TRACEBACK_HEADER in text:
+            block.append(text)
+    parsed = parse_traceback(block, "")
+    return parsed.user_frame if parsed is not None else None
 
 
 def _own_traceback(analysis: Analysis, rank: int | None) -> Traceback | None:
