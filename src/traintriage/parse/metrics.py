@@ -98,12 +98,9 @@ def parse_metric_line(line: str, source: int, number: int, rank: int | None = No
             step_time /= 1000.0
     lr = _LR.search(lower) if "lr" in lower or "learning" in lower else None
     data_match = _DATA_TIME.search(lower) if "data" in lower else None
-    data_time: float | None = None
-    if data_match:
-        value, unit = (data_match.group(1), data_match.group(2)) if data_match.group(1) else data_match.group(3, 4)
-        data_time = _float(value)
-        if data_time is not None and unit == "ms":
-            data_time /= 1000.0
+    data_time = _float(data_match.group(1) or data_match.group(3)) if data_match else None
+    if data_time is not None and data_match is not None and "ms" in (data_match.group(2), data_match.group(4)):
+        data_time /= 1000.0
     return MetricPoint(
         source=source,
         line=number,
