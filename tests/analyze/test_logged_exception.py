@@ -39,3 +39,32 @@ def test_another_ranks_steps_do_not_excuse_it(tmp_path: Path) -> None:
     path.write_text("\n".join(LOGGED + others) + "\n")
     diagnosis = diagnose([str(path)])
     assert diagnosis.root_cause is not None and diagnosis.root_cause.id == "file-not-found"
+
+
+CHAINED = [
+    "[default1]:2026-03-02 10:11:04,736 [rank1] ERROR train.ckpt: checkpoint save failed (attempt 1/3); retrying",
+    "[default1]:Traceback (most recent call last):",
+    '[default1]:  File "/opt/venv/lib/python3.11/site-packages/torch/serialization.py", line 1003, in save',
+    "[default1]:    _save(",
+    "[default1]:OSError: [Errno 28] No space left on device",
+    "[default1]:",
+    "[default1]:During handling of the above exception, another exception occurred:",
+    "[default1]:",
+    "[default1]:Traceback (most recent call last):",
+    '[default1]:  File "/srv/job/train.py", line 180, in save_ckpt',
+    "[default1]:    torch.save(state, fh)",
+    "[default1]:RuntimeError: [enforce fail at inline_container.cc:672] . unexpected pos 255616 vs 255508",
+]
+
+
+def test_a_logged_chain_of_tracebacks_then_more_steps_is_not_the_failure(tmp_path: Path) -> None:
+    """The log record stands above the first traceback of the chain, not above the last."""
+    path = tmp_path / "train.log"
+    path.write_text("\n".join(CHAINED + STEPS) + "\n")
+    assert diagnose([str(path)]).status.value == "no-failure"
+
+
+def test_the_same_chain_without_its_log_record_is_the_failure(tmp_path: Path) -> None:
+    path = tmp_path / "train.log"
+    path.write_text("\n".join(CHAINED[1:] + STEPS) + "\n")
+    assert diagnose([str(path)]).status.value != "no-failure"

@@ -42,6 +42,7 @@ from traintriage.match.internal import Internal
 from traintriage.match.scan import LineHit, SourceScan
 from traintriage.parse.environment import extract_environment
 from traintriage.parse.metrics import MetricPoint, parse_metric_line
+from traintriage.parse.prefix import parse_prefix
 from traintriage.parse.torchrun import FailureReport, parse_root_cause
 from traintriage.parse.traceback import TRACEBACK_HEADER, Traceback
 
@@ -171,6 +172,11 @@ def analyze(
         # The worker's own error is in the log and no class explains it: that is the failure to
         # show (a launcher's report is the answer only when the worker's error is missing).
         root, collateral = None, []
+    if root is not None and root.nature is Nature.collateral and _peer_raised(root, ranked, observations, scanner, excused):
+        # The victims' class (a peer's connection closed) and another rank's own exception no class
+        # explains: that exception started it, not the victims' reports of it.
+        excused = excused | {o.order for o in root.roots}
+        root, collateral = None, []
     if root is not None:
         ranked = [root] + [c for c in ranked if c is not root]
     cut_lines = last_frame_lines(scans, names, reports_at_the_end(
@@ -292,10 +298,19 @@ def _drop_recovered(candidates: dict[str, Candidate], kb: KnowledgeBase, points:
 _LOG_RECORD = re.compile(r"(?:^|[\s|\[])(?:ERROR|WARNING|WARN|CRITICAL|EXCEPTION)(?:[\s|\]:]|$)")
 
 
+_CHAINED = ("During handling of the above exception", "The above exception was the direct cause")
+
+
 def _logged_with_traceback(observation: Observation) -> bool:
+    """The log record above the traceback; for a chain of tracebacks, above the first of them."""
     before = observation.hit.before
-    headers = [i for i, text in enumerate(before) if TRACEBACK_HEADER in text]
-    return bool(headers) and headers[-1] > 0 and _LOG_RECORD.search(before[headers[-1] - 1][:300]) is not None
+    for header in reversed([i for i, text in enumerate(before) if TRACEBACK_HEADER in text]):
+        above = next((text for text in reversed(before[:header]) if parse_prefix(text).message.strip()), None)
+        if above is None:
+            return False
+        if not any(chained in above for chained in _CHAINED):
+            return _LOG_RECORD.search(above[:300]) is not None
+    return False
 
 
 def _progress_after(observation: Observation, points: list[MetricPoint]) -> bool:
@@ -451,3 +466,14 @@ def _confidence(rivals: list[Candidate], ranked: list[Candidate]) -> dict[str, f
     top_confidence = min(0.99, top * (0.72 + 0.28 * min(1.0, margin / 0.3)))
     scale = top_confidence / top if top > 0 else 0.0
     return {c.entry_id: round(min(0.99, c.score * scale), 2) for c in ranked}
+
+
+def _peer_raised(root: Candidate, ranked: list[Candidate], observations: list[Observation], scanner: Scanner,
+                 excused: set[int]) -> bool:
+    """A rank that is none of the victims' raised an exception no candidate matched."""
+    victims = {o.rank for o in root.roots}
+    if not victims or None in victims:
+        return False
+    matched = {o.order for c in ranked for o in c.roots + c.supporting}
+    return any(o.rank is not None and o.rank not in victims and o.order not in matched and o.order not in excused
+               for o in _internal(observations, scanner, Internal.exception))

@@ -1,0 +1,45 @@
+"""Ranks that report a peer's death (gloo's `Connection closed by peer`) are victims: when another rank
+raised an exception no class explains, that rank started it, and the victims' class is not the answer."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from traintriage.pipeline import diagnose
+
+
+def _victim(rank: int) -> list[str]:
+    return [
+        f"[rank{rank}]: Traceback (most recent call last):",
+        f'[rank{rank}]:   File "/srv/job/train.py", line 290, in <module>',
+        f"[rank{rank}]:     dist.barrier()",
+        f'[rank{rank}]:   File "/opt/venv/lib/python3.11/site-packages/torch/distributed/distributed_c10d.py", line 5356, '
+        "in barrier",
+        f"[rank{rank}]:     work.wait()",
+        f"[rank{rank}]: RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:553] Connection closed by peer "
+        f"[127.0.0.1]:2291{rank}. This is typically caused by a remote worker crashing. Check the logs of the remote "
+        "worker before reporting an error.",
+    ]
+
+
+RAISER = [
+    "[rank0]: Traceback (most recent call last):",
+    '[rank0]:   File "/srv/job/train.py", line 175, in save_ckpt',
+    "[rank0]:     os.rename(tmp, final)",
+    "[rank0]: OSError: [Errno 18] Invalid cross-device link: '/dev/shm/step250.pt.tmp' -> '/ckpt/step250.pt'",
+]
+
+
+def test_another_ranks_own_exception_outranks_the_victims_class(tmp_path: Path) -> None:
+    path = tmp_path / "train.log"
+    path.write_text("\n".join(RAISER + _victim(1) + _victim(2)) + "\n")
+    diagnosis = diagnose([str(path)])
+    assert diagnosis.root_cause is None or diagnosis.root_cause.id != "gloo-connection-closed"
+    assert diagnosis.initiating_rank == 0
+
+
+def test_without_a_raiser_the_victims_class_is_the_answer(tmp_path: Path) -> None:
+    path = tmp_path / "train.log"
+    path.write_text("\n".join(_victim(1) + _victim(2)) + "\n")
+    diagnosis = diagnose([str(path)])
+    assert diagnosis.root_cause is not None and diagnosis.root_cause.id == "gloo-connection-closed"
