@@ -21,6 +21,7 @@ from traintriage.analyze.refine import USER_CODE
 from traintriage.analyze.salient import (
     excused_orders,
     failure_evidence,
+    position,
     reports_at_the_end,
     salient_lines,
     worker_errors,
@@ -138,6 +139,7 @@ def analyze(
                     bool(evidence))
     if not evidence:
         _drop_recovered(candidates, kb, points)
+        _drop_restarted(candidates, observations, scanner, points)
     seen_ranks = {o.rank for o in observations if o.rank is not None} | {p.rank for p in points if p.rank is not None}
     findings = _curve_findings(observations, points, candidates, names)
     anomalies = [f for f in findings if f is not None]
@@ -291,6 +293,25 @@ def _drop_recovered(candidates: dict[str, Candidate], kb: KnowledgeBase, points:
         if candidate.nature is not Nature.root or not candidate.roots or _is_stall(kb.get(entry_id)):
             continue
         if all(_logged_with_traceback(o) and _progress_after(o, points) for o in candidate.roots):
+            del candidates[entry_id]
+
+
+def _drop_restarted(candidates: dict[str, Candidate], observations: list[Observation], scanner: Scanner,
+                    points: list[MetricPoint]) -> None:
+    """torchrun restarted its workers after a failure (`--max-restarts`) and the new attempt trained on
+    and finished: what failed before the restart did not end the run."""
+    restarts = _internal(observations, scanner, Internal.agent_failure)
+    completions = _internal(observations, scanner, Internal.completion)
+    if not restarts or not completions:
+        return
+    restart = max(restarts, key=position)
+    done = max(completions, key=position)
+    if done.hit.source != restart.hit.source or done.hit.line < restart.hit.line or not any(
+            p.source == restart.hit.source and restart.hit.line < p.line < done.hit.line
+            and (p.step is not None or p.loss is not None) for p in points):
+        return
+    for entry_id, candidate in list(candidates.items()):
+        if all(position(o) < position(restart) for o in candidate.roots):
             del candidates[entry_id]
 
 

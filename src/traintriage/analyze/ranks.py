@@ -27,6 +27,10 @@ _FAILED_BARRIER = re.compile(r"Ranks? (\d{1,7}(?:, ?\d{1,7})*),? failed to pass 
 # `This may indicate a possible application crash on rank 0 or a network set up issue.`
 _FAULTY = re.compile(r"(?:check rank (\d+) logs for faulty rank|waiting for send/recv from rank (\d+)|"
                      r"Culprit rank (\d+); Error type|possible application crash on rank (\d+))")
+# TORCH_DISTRIBUTED_DEBUG=DETAIL's check of each collective: every rank that compares itself with one that
+# disagrees prints `Detected mismatch between collectives on ranks. Rank A is running collective: <fingerprint>,
+# but Rank B is running collective: <fingerprint>` (ProcessGroupWrapper.cpp).
+_MISMATCH_RANK = re.compile(r"Rank (\d{1,7}) is running collective: ")
 # Horovod's coordinator names the ranks that never submitted a tensor: `<tensor> [missing ranks: 1]`
 # (0.16 and older), or under `Missing ranks:` one line per rank, `1!: [HorovodAllreduce_x, ...]`
 # (stall_inspector.cc; a tensor's name holds Horovod's default, match/internal.py's
@@ -46,6 +50,8 @@ class SuspectRank:
     rank: int | None
     host: str | None
     reason: str
+    named_by_peers: bool = False
+    """The other ranks' own lines single this one out (it did not arrive, it disagrees)."""
 
 
 def earliest_rank(observations: list[Observation]) -> Observation | None:
@@ -69,7 +75,7 @@ def named_faulty_rank(faulty: list[Observation]) -> SuspectRank | None:
         match = _FAILED_BARRIER.search(observation.hit.text)
         if match:
             first = int(re.findall(r"\d+", match.group(1))[0])
-            return SuspectRank(first, None, f"failed to pass monitored_barrier ({match.group(0).strip()})")
+            return SuspectRank(first, None, f"failed to pass monitored_barrier ({match.group(0).strip()})", True)
     named: dict[int, int] = defaultdict(int)
     for observation in faulty:
         match = _FAULTY.search(observation.hit.text)
@@ -77,8 +83,22 @@ def named_faulty_rank(faulty: list[Observation]) -> SuspectRank | None:
             named[int(next(g for g in match.groups() if g is not None))] += 1
     if named:
         rank = max(named, key=lambda r: named[r])
-        return SuspectRank(rank, None, f"named as the faulty rank by its peers ({named[rank]} lines)")
-    return _horovod_missing_rank(faulty)
+        return SuspectRank(rank, None, f"named as the faulty rank by its peers ({named[rank]} lines)", True)
+    return _horovod_missing_rank(faulty) or _odd_collective_rank(faulty)
+
+
+def _odd_collective_rank(faulty: list[Observation]) -> SuspectRank | None:
+    """The one rank every rank's collective-mismatch report names: the others agree with each other
+    and each compares itself with it. With two ranks both are in every report, so none is named."""
+    reports = [{int(rank) for rank in _MISMATCH_RANK.findall(o.hit.text[:8192])} for o in faulty]
+    reports = [named for named in reports if len(named) == 2]
+    if len(reports) < 2:
+        return None
+    in_all = set.intersection(*reports)
+    if len(in_all) != 1:
+        return None
+    rank = in_all.pop()
+    return SuspectRank(rank, None, f"the rank each of {len(reports)} collective-mismatch reports compares with", True)
 
 
 def _horovod_missing_rank(faulty: list[Observation]) -> SuspectRank | None:

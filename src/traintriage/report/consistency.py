@@ -105,7 +105,7 @@ def rank_verdict(
 ) -> RankVerdict:
     """Who failed first, or why the report names no one."""
     initiating = suspects[0].rank if suspects else None
-    if facts.all_ranks_same and len(failed_ranks) > 1:
+    if facts.all_ranks_same and len(failed_ranks) > 1 and not (suspects and suspects[0].named_by_peers):
         return RankVerdict(None, sorted(failed_ranks), [
             f"Every rank ({len(failed_ranks)} of {facts.world_size or len(failed_ranks)}) failed with the same "
             "error at the same frame: this is a problem of the code or the environment, not of one node, "

@@ -1,0 +1,39 @@
+"""torchrun `--max-restarts`: a worker's failure, then the agent's restart, more steps and the end of
+training is a run that recovered; the same failure with nothing after the restart is not."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from traintriage.pipeline import diagnose
+
+FIRST_ATTEMPT = [
+    "initialized rank 1/2 backend=gloo",
+    "[rank1]: Traceback (most recent call last):",
+    '[rank1]:   File "/srv/job/train.py", line 68, in <module>',
+    "[rank1]:     data = torch.load(shard_path)",
+    "[rank1]: FileNotFoundError: [Errno 2] No such file or directory: '/data/shards/shard-00001.pt'",
+    "E1205 22:39:02.749000 22069 torch/distributed/elastic/multiprocessing/api.py:1002] failed (exitcode: 1) "
+    "local_rank: 1 (pid: 22217) of binary: /opt/venv/bin/python3",
+]
+SECOND_ATTEMPT = ["initialized rank 1/2 backend=gloo"] + [
+    f"[rank1] step {n} | loss {2.0 - 0.1 * n:.2f}" for n in range(1, 6)]
+FINISHED = ["training finished, saved final.pt"]
+
+
+def _status(tmp_path: Path, lines: list[str]) -> str:
+    path = tmp_path / "train.log"
+    path.write_text("\n".join(lines) + "\n")
+    return diagnose([str(path)]).status.value
+
+
+def test_a_restart_that_trains_and_finishes_recovered(tmp_path: Path) -> None:
+    assert _status(tmp_path, FIRST_ATTEMPT + SECOND_ATTEMPT + FINISHED) == "no-failure"
+
+
+def test_a_restart_that_never_finishes_did_not(tmp_path: Path) -> None:
+    assert _status(tmp_path, FIRST_ATTEMPT + SECOND_ATTEMPT) != "no-failure"
+
+
+def test_finishing_without_steps_after_the_restart_does_not_excuse_the_failure(tmp_path: Path) -> None:
+    assert _status(tmp_path, FIRST_ATTEMPT + FINISHED) != "no-failure"
