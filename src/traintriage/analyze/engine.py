@@ -140,6 +140,7 @@ def analyze(
     if not evidence:
         _drop_recovered(candidates, kb, points)
         _drop_restarted(candidates, observations, scanner, points)
+        _drop_completed(candidates, kb, observations, scanner, points)
     seen_ranks = {o.rank for o in observations if o.rank is not None} | {p.rank for p in points if p.rank is not None}
     findings = _curve_findings(observations, points, candidates, names)
     anomalies = [f for f in findings if f is not None]
@@ -312,6 +313,22 @@ def _drop_restarted(candidates: dict[str, Candidate], observations: list[Observa
         return
     for entry_id, candidate in list(candidates.items()):
         if all(position(o) < position(restart) for o in candidate.roots):
+            del candidates[entry_id]
+
+
+def _drop_completed(candidates: dict[str, Candidate], kb: KnowledgeBase, observations: list[Observation],
+                    scanner: Scanner, points: list[MetricPoint]) -> None:
+    """A class whose every line is followed by more training steps of the same rank and then by the
+    run's own report that training finished did not stop the run (a probe that failed and was
+    worked around, an error a library caught)."""
+    completions = _internal(observations, scanner, Internal.completion)
+    if not completions:
+        return
+    for entry_id, candidate in list(candidates.items()):
+        if candidate.nature is not Nature.root or not candidate.roots or _is_stall(kb.get(entry_id)):
+            continue
+        if all(_progress_after(o, points) and any(c.hit.source == o.hit.source and c.hit.line > o.hit.line
+                                                  for c in completions) for o in candidate.roots):
             del candidates[entry_id]
 
 

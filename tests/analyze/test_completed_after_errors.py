@@ -1,0 +1,28 @@
+"""An error line followed by more steps of the same run and by its own report that training finished
+did not stop the run; without that report, the same line is the failure."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from traintriage.pipeline import diagnose
+
+PROBE = ["2026-01-04 10:00:01,100 WARNING [train] CUDA probe failed, continuing on CPU: "
+         "Torch not compiled with CUDA enabled"]
+STEPS = [f"2026-01-04 10:00:0{2 + n},100 INFO [train] step {5 * (n + 1)} loss {1.9 - 0.1 * n:.2f}" for n in range(4)]
+DONE = ["2026-01-04 10:00:07,100 INFO [train] training finished at step 20"]
+
+
+def _status(tmp_path: Path, lines: list[str]) -> str:
+    path = tmp_path / "train.log"
+    path.write_text("\n".join(lines) + "\n")
+    return diagnose([str(path)]).status.value
+
+
+def test_an_error_worked_around_before_training_finished_is_not_the_failure(tmp_path: Path) -> None:
+    assert _status(tmp_path, PROBE + STEPS + DONE) == "no-failure"
+
+
+def test_the_same_error_without_the_finish_is_the_failure(tmp_path: Path) -> None:
+    assert _status(tmp_path, PROBE + STEPS) != "no-failure"
+
