@@ -114,7 +114,7 @@ def _horovod_missing_rank(faulty: list[Observation]) -> SuspectRank | None:
     if len(missing) != 1:
         return None
     rank = missing.pop()
-    return SuspectRank(rank, None, reason)
+    return SuspectRank(rank, None, reason, True)
 
 
 def _missing_from_ready(faulty: list[Observation]) -> set[int]:
