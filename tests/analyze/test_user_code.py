@@ -308,3 +308,27 @@ def test_a_bare_assert_in_the_script_stays_the_scripts_error(tmp_path: Path) -> 
     diagnosis = diagnose([str(path)])
     assert diagnosis.root_cause is not None and diagnosis.root_cause.id == "user-code-exception"
     assert diagnosis.root_cause.user_frame is not None and diagnosis.root_cause.user_frame.line == 77
+
+
+RAN_INTO = """Traceback (most recent call last):
+  File "/home/alice/proj/train.py", line 175, in save_checkpoint
+    os.rename(tmp, final)
+OSError: [Errno 18] Invalid cross-device link: '/dev/shm/step250.pt.tmp' -> '/ckpt/step250.pt'
+"""
+
+
+def test_what_the_script_ran_into_is_not_a_bug_in_its_line(tmp_path: Path) -> None:
+    """The operating system refused the script's call: the cause is outside the script's code."""
+    path = tmp_path / "train.log"
+    path.write_text(RAN_INTO)
+    diagnosis = diagnose([str(path)])
+    assert diagnosis.status.value == "unknown-failure"
+    assert any("Invalid cross-device link" in e.text for e in diagnosis.unknown)
+
+
+def test_a_programming_error_in_the_same_place_is_the_scripts(tmp_path: Path) -> None:
+    path = tmp_path / "train.log"
+    path.write_text(RAN_INTO.replace("OSError: [Errno 18] Invalid cross-device link: '/dev/shm/step250.pt.tmp' -> "
+                                     "'/ckpt/step250.pt'", "NameError: name 'final' is not defined"))
+    diagnosis = diagnose([str(path)])
+    assert diagnosis.root_cause is not None and diagnosis.root_cause.id == "user-code-exception"

@@ -20,6 +20,9 @@ Nor does a check the project's code makes on purpose and explains (`assert mlc <
 cause the KB lacks, not a bug in the script, so it stays an unknown failure shown with that message.
 On the tune corpora seven such checks had been called the script's error, all labelled as classes
 the KB lacks; the accidental errors (KeyError, AttributeError, a bare `assert`) stay the script's.
+Nor does an error that reports what the script ran into rather than a bug in its line (`_ENVIRONMENT`:
+OSError and its family, RuntimeError, a database or a Rust extension's runtime error): on the tune
+corpora eight of them had been called the script's error, all labelled as classes the KB lacks.
 """
 
 from __future__ import annotations
@@ -33,6 +36,15 @@ _XLA_RUNTIME = ("XlaRuntimeError", "JaxRuntimeError")
 _CODEC = ("UnicodeDecodeError", "UnicodeEncodeError")
 """A codec error on the script's `for line in f:` is the file's encoding (or the locale's default
 codec, `'gbk' codec can't decode ...` on a Chinese-locale Windows), not a bug in the line."""
+_ENVIRONMENT = frozenset({
+    "OSError", "IOError", "EnvironmentError", "PermissionError", "FileNotFoundError", "FileExistsError",
+    "IsADirectoryError", "NotADirectoryError", "ConnectionError", "ConnectionResetError", "ConnectionRefusedError",
+    "ConnectionAbortedError", "BrokenPipeError", "TimeoutError", "BlockingIOError", "InterruptedError",
+    "ChildProcessError", "ProcessLookupError", "EOFError", "MemoryError", "SystemError", "RuntimeError",
+    "OperationalError", "PanicException", "MapFullError"})
+"""Errors that report what the script ran into, not a bug in its line: the operating system's and the file
+system's (OSError and its family), a runtime's (RuntimeError, a database's OperationalError, lmdb's full map,
+a Rust extension's panic surfaced by pyo3). The script's call was the last frame; the cause is outside it."""
 _DEVICE_RUNTIME = re.compile(r"(?:Error|Exception): (?:CUDA error|CUDA driver error|HIP error|cuDNN error|"
                              r"CUBLAS_STATUS_|CUDNN_STATUS_|NCCL error)")
 _EXPLAINED = re.compile(r"(?:^|[\s:\]>.])(\w{0,100}(?:Error|Exception)): (.{1,2000})")
@@ -51,8 +63,9 @@ def raised_in_script(salient: list[Observation]) -> Observation | None:
         if (traceback is None or not traceback.frames or traceback.chained_from is not None
                 or not traceback.shows_every_frame):
             continue
-        if (any(name in observation.message.split(":", 1)[0] for name in _XLA_RUNTIME + _CODEC)
-                or _DEVICE_RUNTIME.search(observation.message)):
+        raised = observation.message.split(":", 1)[0]
+        if (any(name in raised for name in _XLA_RUNTIME + _CODEC) or _DEVICE_RUNTIME.search(observation.message)
+                or raised.rsplit(".", 1)[-1].strip() in _ENVIRONMENT):
             continue
         if traceback.frames[-1].is_user_code and not deliberate_check(traceback, observation.message):
             return observation
