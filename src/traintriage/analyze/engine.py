@@ -145,7 +145,7 @@ def analyze(
     findings = _curve_findings(observations, points, candidates, names)
     anomalies = [f for f in findings if f is not None]
 
-    refine.apply(candidates, kb)
+    refuted = refine.apply(candidates, kb)
     timeouts = _internal(observations, scanner, Internal.collective_timeout)
     faulty = _internal(observations, scanner, Internal.faulty_rank)
     cut_short = _ranks_only_on_last_line(observations, scans, points)
@@ -186,10 +186,10 @@ def analyze(
         observations, scanner, {scan.source: scan.lines for scan in scans})) if root is None else []
     failed = root is not None or bool(evidence) or bool(cut_lines)
     salient = salient_lines(observations, scanner, excused) if root is None and failed else []
-    opinion = second_opinion(salient, kb, scanner) if salient else None
+    opinion = second_opinion(salient, kb, scanner, refuted) if salient else None
     cut = cut_lines if not salient else []
     if cut:  # the words of the last frame hint, they never name the root cause
-        opinion = as_hints(second_opinion(cut, kb, scanner))
+        opinion = as_hints(second_opinion(cut, kb, scanner, refuted))
     if opinion is not None:
         ranked, root = opinion.candidates, opinion.root
     # a division by the length of empty data outranks the catch-all for script errors too (a signature of

@@ -109,10 +109,39 @@ def is_fragmented(numbers: OomNumbers) -> bool:
     return large_for_process or large_for_card
 
 
-def apply(candidates: dict[str, Candidate], kb: KnowledgeBase) -> None:
+def apply(candidates: dict[str, Candidate], kb: KnowledgeBase) -> frozenset[str]:
+    """Refine the candidates in place; returns the classes the evidence refuted, which the similarity
+    search must not propose again."""
+    before = set(candidates)
     _refine_oom(candidates, kb)
     _require_user_frame(candidates)
     _cancel_after_task_failure(candidates)
+    _pickled_for_another_reason(candidates)
+    return frozenset(before - set(candidates))
+
+
+SPAWN_PICKLING = "pickling-error-spawn"
+# Where a pickling error's traceback shows who pickled: torch.save's pickler, or torch.distributed's object
+# collectives (`_object_to_tensor`), as against multiprocessing handing a process its arguments.
+_OTHER_PICKLER = re.compile(r"[/\\]torch[/\\](?:serialization|distributed[/\\]distributed_c10d)\.py$")
+_PROCESS_START = re.compile(r"[/\\]multiprocessing[/\\]|[/\\]torch[/\\]utils[/\\]data[/\\]dataloader\.py$")
+
+
+def _pickled_for_another_reason(candidates: dict[str, Candidate]) -> None:
+    """A pickling error whose traceback runs through torch.save or an object collective, and not through
+    multiprocessing starting a process, is not the spawn start method's: the checkpoint or the object sent
+    holds something pickle cannot store (a lambda, a lock). It stays an unknown failure with its lines."""
+    spawn = candidates.get(SPAWN_PICKLING)
+    if spawn is None:
+        return
+    for observation in spawn.roots:
+        traceback = traceback_before(observation)
+        if traceback is None or not traceback.frames:
+            return
+        files = [frame.file for frame in traceback.frames]
+        if any(_PROCESS_START.search(f) for f in files) or not any(_OTHER_PICKLER.search(f) for f in files):
+            return
+    del candidates[SPAWN_PICKLING]
 
 
 # A task's non-zero exit as srun reports it, and a cancel that names no reason (`DUE TO TIME

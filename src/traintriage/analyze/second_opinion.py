@@ -51,7 +51,10 @@ class Opinion:
     root: Candidate | None
 
 
-def second_opinion(salient: list[Observation], kb: KnowledgeBase, scanner: Scanner) -> Opinion:
+def second_opinion(salient: list[Observation], kb: KnowledgeBase, scanner: Scanner,
+                   refuted: frozenset[str] = frozenset()) -> Opinion:
+    """`refuted`: classes the log's own evidence ruled out (analyze/refine.py): offered as candidates, never
+    named the root cause."""
     from traintriage.match.similar import (  # bm25s: only on this path
         query_words,
         similarity_index,
@@ -69,7 +72,8 @@ def second_opinion(salient: list[Observation], kb: KnowledgeBase, scanner: Scann
     lead = best / ranked[1][1] if len(ranked) > 1 else float("inf")
     clear = lead >= CLEAR_LEAD and best >= MIN_SCORE
     named = clear or (lead >= NAMED_LEAD and best >= NAMED_MIN_SCORE)
-    strong = named and not index.contradicts(ranked[0][0], status_codes([o.message for o in salient]))
+    strong = (named and ranked[0][0] not in refuted
+              and not index.contradicts(ranked[0][0], status_codes([o.message for o in salient])))
     if strong and clear:
         top_confidence = ROOT_CONFIDENCE
     elif best < MIN_SCORE:
