@@ -41,8 +41,9 @@ _ALLOCATED_OLD = re.compile(_SIZE + r" already allocated")
 
 HELD_SHARE = 0.4
 """Reserved-but-unallocated memory that is this share of what the process holds is "reserved >>
-allocated" in the allocator's own words (reserved at least 5/3 of allocated). At 0.25 (4/3), nine of
-the tune corpora's plain shortages (a card simply full, 15-38% of the cache idle) were called fragmentation."""
+allocated" in the allocator's own words (reserved at least 5/3 of allocated). At 0.25 (4/3), and a tenth
+of the card, seven OOMs of the tune corpora with 15-38% of the cache idle were called fragmentation; their
+labellers read five of them as a plain shortage and two as either."""
 CARD_SHARE = 0.3
 """... or this share of the card (24 GiB idle in the cache of an 80 GiB card)."""
 
@@ -111,7 +112,7 @@ def is_fragmented(numbers: OomNumbers) -> bool:
 
 def apply(candidates: dict[str, Candidate], kb: KnowledgeBase) -> frozenset[str]:
     """Refine the candidates in place; returns the classes the evidence refuted, which the similarity
-    search must not propose again."""
+    search may still offer but must not name the root cause."""
     before = set(candidates)
     _refine_oom(candidates, kb)
     _require_user_frame(candidates)
@@ -130,7 +131,7 @@ _PROCESS_START = re.compile(r"[/\\]multiprocessing[/\\]|[/\\]torch[/\\]utils[/\\
 def _pickled_for_another_reason(candidates: dict[str, Candidate]) -> None:
     """A pickling error whose traceback runs through torch.save or an object collective, and not through
     multiprocessing starting a process, is not the spawn start method's: the checkpoint or the object sent
-    holds something pickle cannot store (a lambda, a lock). It stays an unknown failure with its lines."""
+    holds something pickle cannot store (a lambda, a lock), and another class or an unknown failure says so."""
     spawn = candidates.get(SPAWN_PICKLING)
     if spawn is None:
         return
