@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 
@@ -135,12 +136,12 @@ def analyze(
     candidates = score_entries(observations, kb, scanner, excused)
     points = _metric_points(observations, scans, scanner)
     evidence = failure_evidence(observations, scanner, points, excused)
-    _settle_excused(candidates, kb, points, bool(_internal(observations, scanner, Internal.completion)),
-                    bool(evidence))
+    completions = _internal(observations, scanner, Internal.completion)
+    _settle_excused(candidates, kb, points, bool(completions), bool(evidence))
     if not evidence:
         _drop_recovered(candidates, kb, points)
-        _drop_restarted(candidates, observations, scanner, points)
-        _drop_completed(candidates, kb, observations, scanner, points)
+        _drop_restarted(candidates, observations, scanner, points, completions)
+        _drop_completed(candidates, kb, points, completions)
     seen_ranks = {o.rank for o in observations if o.rank is not None} | {p.rank for p in points if p.rank is not None}
     findings = _curve_findings(observations, points, candidates, names)
     anomalies = [f for f in findings if f is not None]
@@ -290,19 +291,25 @@ def _drop_recovered(candidates: dict[str, Candidate], kb: KnowledgeBase, points:
     from, a class whose every line is an exception a logger printed with its traceback (`logger.exception`,
     `exc_info=True`: the program caught it) and is followed by training progress of the same rank is
     not what stopped the run."""
+    _drop_if_every_line(candidates, kb, lambda o: _logged_with_traceback(o) and _progress_after(o, points))
+
+
+def _drop_if_every_line(candidates: dict[str, Candidate], kb: KnowledgeBase,
+                        went_on: Callable[[Observation], bool]) -> None:
+    """Drop each root-natured class (not a stall: its failure is the missing progress) whose every line
+    the run went on from."""
     for entry_id, candidate in list(candidates.items()):
         if candidate.nature is not Nature.root or not candidate.roots or _is_stall(kb.get(entry_id)):
             continue
-        if all(_logged_with_traceback(o) and _progress_after(o, points) for o in candidate.roots):
+        if all(went_on(o) for o in candidate.roots):
             del candidates[entry_id]
 
 
 def _drop_restarted(candidates: dict[str, Candidate], observations: list[Observation], scanner: Scanner,
-                    points: list[MetricPoint]) -> None:
+                    points: list[MetricPoint], completions: list[Observation]) -> None:
     """torchrun restarted its workers after a failure (`--max-restarts`) and the new attempt trained on
     and finished: what failed before the restart did not end the run."""
     restarts = _internal(observations, scanner, Internal.agent_failure)
-    completions = _internal(observations, scanner, Internal.completion)
     if not restarts or not completions:
         return
     restart = max(restarts, key=position)
@@ -316,20 +323,14 @@ def _drop_restarted(candidates: dict[str, Candidate], observations: list[Observa
             del candidates[entry_id]
 
 
-def _drop_completed(candidates: dict[str, Candidate], kb: KnowledgeBase, observations: list[Observation],
-                    scanner: Scanner, points: list[MetricPoint]) -> None:
+def _drop_completed(candidates: dict[str, Candidate], kb: KnowledgeBase, points: list[MetricPoint],
+                    completions: list[Observation]) -> None:
     """A class whose every line is followed by more training steps of the same rank and then by the
     run's own report that training finished did not stop the run (a probe that failed and was
     worked around, an error a library caught)."""
-    completions = _internal(observations, scanner, Internal.completion)
-    if not completions:
-        return
-    for entry_id, candidate in list(candidates.items()):
-        if candidate.nature is not Nature.root or not candidate.roots or _is_stall(kb.get(entry_id)):
-            continue
-        if all(_progress_after(o, points) and any(c.hit.source == o.hit.source and c.hit.line > o.hit.line
-                                                  for c in completions) for o in candidate.roots):
-            del candidates[entry_id]
+    if completions:
+        _drop_if_every_line(candidates, kb, lambda o: _progress_after(o, points) and any(
+            c.hit.source == o.hit.source and c.hit.line > o.hit.line for c in completions))
 
 
 # A log record's level, on the line just above a traceback's header: the logger printed the exception.
