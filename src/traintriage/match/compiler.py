@@ -23,6 +23,7 @@ from traintriage.errors import KnowledgeBaseError
 from traintriage.ingest.mask import state_prefilters
 from traintriage.kb.loader import KnowledgeBase, cache_dir, kb_cache_key, load_kb, read_cache, write_cache
 from traintriage.kb.schema import Role
+from traintriage.match.cut_line import CutLineIndex
 from traintriage.match.internal import INTERNAL_PATTERNS, Internal
 
 SIGNATURE_CAP = 4096
@@ -64,6 +65,7 @@ class Scanner:
     mask_base: int
     _threads: threading.local = field(default_factory=threading.local, repr=False, compare=False)
     _internal_ids: dict[Internal, list[int]] = field(default_factory=dict, init=False, repr=False, compare=False)
+    _cut_index: CutLineIndex | None = field(default=None, init=False, repr=False, compare=False)
 
     def scratch(self) -> hyperscan.Scratch:
         """This thread's scratch space: Hyperscan refuses one scratch in two scans at once, and a
@@ -75,6 +77,13 @@ class Scanner:
 
     def by_internal(self, kind: Internal) -> list[int]:
         return list(self._internal_ids.get(kind, ()))
+
+    def cut_line_index(self) -> CutLineIndex:
+        """The root signatures' opening literals (see cut_line), built when a log first asks."""
+        if self._cut_index is None:
+            self._cut_index = CutLineIndex([(number, info.entry_id, info.regex) for number, info in enumerate(self.table)
+                                            if info.kind is PatternKind.signature and info.role is Role.root])
+        return self._cut_index
 
     def __post_init__(self) -> None:
         """Which ids each internal kind has, once: the engine asks ~20 times per diagnosis."""

@@ -455,14 +455,17 @@ def scan_source(
 
 def _add_tail_hits(result: SourceScan, tail: list[str], scanner: Scanner) -> None:
     """The failure lines only the tail shows (see tail_evidence), as hits of the exception and
-    fatal-line patterns: merged into the hit of the same line, else inserted in line order."""
-    found = tail_evidence(tail, result.lines)
-    if not found:
-        return
+    fatal-line patterns, and a last line cut inside a signature's message (see cut_line), as
+    hits of that signature: merged into the hit of the same line, else inserted in line order."""
     exception_id = scanner.by_internal(Internal.exception)[0]
     fatal_id = scanner.by_internal(Internal.fatal_line)[0]
-    for number, text, is_exception in found:
-        pattern = exception_id if is_exception else fatal_id
+    found = [(number, text, exception_id if is_exception else fatal_id)
+             for number, text, is_exception in tail_evidence(tail, result.lines)]
+    last = next((index for index in range(len(tail) - 1, -1, -1) if tail[index].strip()), None)
+    if last is not None:
+        number = result.lines - len(tail) + 1 + last
+        found += [(number, tail[last], pattern) for pattern in scanner.cut_line_index().signatures_cut_in(tail[last])]
+    for number, text, pattern in found:
         index = bisect_left(result.hits, number, key=lambda hit: hit.line)
         if index < len(result.hits) and result.hits[index].line == number:
             if pattern in result.hits[index].patterns:

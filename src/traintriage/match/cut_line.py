@@ -1,0 +1,104 @@
+"""A log whose last line stops inside a failure message.
+
+Pastes are cut where the user's selection ended, a terminal's scroll-back or a job's output
+stops where the process was killed, and a collector keeps the first N characters of a line: the
+decisive line is then only the start of a message (`... Some NCCL operations have failed or
+timed out. Due to the asyn`), and a signature that spells the whole message misses it. Here the
+log's last line counts as a hit of a root signature when it ends inside the literal text the
+signature opens with: at least MIN_CUT characters of it, the longest such stretch in the line
+(`Sizes of tensors must match` ends a longer message of another entry's), and one no other
+entry's signature opens with too.
+
+Runs on one line per log against the signatures' opening literals (plain `str.find`), so its
+cost does not grow with the log.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+MIN_CUT = 32
+"""Characters of a signature's opening literal the cut line must hold: fewer would name a
+prefix many messages share (`RuntimeError: Expected `), or a whole message that a longer one
+starts with (`No such file or directory: ` opens a DeepSpeed signature's missing shard)."""
+
+MIN_LITERAL = 40
+"""Opening literals shorter than this are not looked for: the cut could not leave enough out."""
+
+ANCHOR = 16
+"""The literal's first characters, looked up in the line to find where the message starts."""
+
+_META = set(".^$*+?{}[]()|")
+_ESCAPED_LITERAL = set(".^$*+?{}[]()|\\/-'\"#:,=<>!@%&~`;_ ")
+
+
+def leading_literal(regex: str) -> tuple[str, bool] | None:
+    """The text every match of `regex` starts with, and whether it is matched regardless of
+    case; None when the pattern opens with a class, a group or an alternation."""
+    caseless = regex.startswith("(?i)")
+    body = regex[4:] if caseless else regex
+    if body.startswith(r"\b"):
+        body = body[2:]
+    out: list[str] = []
+    index = 0
+    while index < len(body):
+        char = body[index]
+        if char == "\\":
+            if index + 1 >= len(body) or body[index + 1] not in _ESCAPED_LITERAL:
+                break
+            char, step = body[index + 1], 2
+        elif char in _META:
+            break
+        else:
+            step = 1
+        following = body[index + step : index + step + 1]
+        if following and following in "?*{":
+            break  # the character is optional or repeated: the literal ends before it
+        out.append(char)
+        index += step
+    literal = "".join(out)
+    return (literal.lower() if caseless else literal, caseless) if literal else None
+
+
+@dataclass(frozen=True)
+class _Opening:
+    pattern: int
+    entry_id: str
+    literal: str
+    caseless: bool
+
+
+class CutLineIndex:
+    """The root signatures' opening literals long enough to be recognised when cut."""
+
+    def __init__(self, openings: list[tuple[int, str, str]]) -> None:
+        self._openings: list[_Opening] = []
+        for pattern, entry_id, regex in openings:
+            found = leading_literal(regex)
+            if found is not None and len(found[0]) >= MIN_LITERAL:
+                self._openings.append(_Opening(pattern, entry_id, found[0], found[1]))
+
+    def signatures_cut_in(self, line: str) -> list[int]:
+        """Ids of the root signatures whose opening literal `line` ends inside of: those that
+        hold the longest stretch of it, when they all belong to one entry."""
+        text = line.rstrip()
+        lowered: str | None = None
+        found: dict[int, list[_Opening]] = {}
+        for opening in self._openings:
+            haystack = text
+            if opening.caseless:
+                lowered = text.lower() if lowered is None else lowered
+                haystack = lowered
+            start = haystack.find(opening.literal[:ANCHOR])
+            while start != -1:
+                cut = haystack[start:]
+                if MIN_CUT <= len(cut) < len(opening.literal) and opening.literal.startswith(cut):
+                    found.setdefault(len(cut), []).append(opening)
+                    break
+                start = haystack.find(opening.literal[:ANCHOR], start + 1)
+        if not found:
+            return []
+        longest = found[max(found)]
+        if len({opening.entry_id for opening in longest}) != 1:
+            return []
+        return [opening.pattern for opening in longest]
