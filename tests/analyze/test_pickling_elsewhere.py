@@ -43,3 +43,21 @@ def test_pickling_in_torch_save_is_not_the_spawn_start_method(tmp_path: Path) ->
 
 def test_pickling_while_starting_a_worker_is(tmp_path: Path) -> None:
     assert _root(tmp_path, IN_SPAWN) == "pickling-error-spawn"
+
+
+IN_SPAWNED_CHILD_SAVE = f"""-- Process 0 terminated with the following error:
+Traceback (most recent call last):
+  File "{SITE}/torch/multiprocessing/spawn.py", line 87, in _wrap
+    fn(i, *args)
+  File "/srv/job/train.py", line 51, in worker
+    torch.save(model, path)
+  File "{SITE}/torch/serialization.py", line 1003, in save
+    _save(
+  File "{SITE}/torch/serialization.py", line 1253, in _save
+    pickler.dump(obj)
+AttributeError: Can't pickle local object 'Net.__init__.<locals>.<lambda>'
+"""
+
+
+def test_torch_multiprocessing_running_the_child_is_not_multiprocessing_starting_it(tmp_path: Path) -> None:
+    assert _root(tmp_path, IN_SPAWNED_CHILD_SAVE) != "pickling-error-spawn"

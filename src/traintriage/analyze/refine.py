@@ -123,9 +123,10 @@ def apply(candidates: dict[str, Candidate], kb: KnowledgeBase) -> frozenset[str]
 
 SPAWN_PICKLING = "pickling-error-spawn"
 # Where a pickling error's traceback shows who pickled: torch.save's pickler, or torch.distributed's object
-# collectives (`_object_to_tensor`), as against multiprocessing handing a process its arguments.
+# collectives (`_object_to_tensor`), as against multiprocessing handing a process its arguments (the standard
+# library's multiprocessing: torch.multiprocessing's `_wrap` runs every mp.spawn child's function, whatever it pickles).
 _OTHER_PICKLER = re.compile(r"[/\\]torch[/\\](?:serialization|distributed[/\\]distributed_c10d)\.py$")
-_PROCESS_START = re.compile(r"[/\\]multiprocessing[/\\]|[/\\]torch[/\\]utils[/\\]data[/\\]dataloader\.py$")
+_PROCESS_START = re.compile(r"(?<![/\\]torch)[/\\]multiprocessing[/\\]|[/\\]torch[/\\]utils[/\\]data[/\\]dataloader\.py$")
 
 
 def _pickled_for_another_reason(candidates: dict[str, Candidate]) -> None:
