@@ -118,6 +118,7 @@ def apply(candidates: dict[str, Candidate], kb: KnowledgeBase) -> frozenset[str]
     _require_user_frame(candidates)
     _cancel_after_task_failure(candidates)
     _pickled_for_another_reason(candidates)
+    _read_by_a_dataset(candidates, kb)
     return frozenset(before - set(candidates))
 
 
@@ -144,6 +145,39 @@ def _pickled_for_another_reason(candidates: dict[str, Candidate]) -> None:
         if any(_PROCESS_START.search(f) for f in files) or not any(_OTHER_PICKLER.search(f) for f in files):
             return
     del candidates[SPAWN_PICKLING]
+
+
+CHECKPOINT_CORRUPT = "checkpoint-corrupt"
+DATA_SAMPLE = "corrupt-data-sample"
+# A Dataset handing out a sample: its own __getitem__ (not a module container's in torch.nn), or the
+# DataLoader's fetcher that calls it; applied with .search to one frame's file.
+_DATASET_FETCH = re.compile(r"[/\\]torch[/\\]utils[/\\]data[/\\]_utils[/\\]fetch\.py$")
+_MODULE_CONTAINER = re.compile(r"[/\\]torch[/\\]nn[/\\]")
+
+
+def _read_by_a_dataset(candidates: dict[str, Candidate], kb: KnowledgeBase) -> None:
+    """A file cut short or corrupt (a .npy, an HDF5 file, a torch.save'd tensor) that a Dataset was reading
+    for a sample is a bad data file, not a bad checkpoint: the same messages name both, and only the
+    traceback tells which file the run was reading."""
+    corrupt = candidates.get(CHECKPOINT_CORRUPT)
+    if corrupt is None or DATA_SAMPLE not in kb.entries or not corrupt.roots:
+        return
+    for observation in corrupt.roots:
+        traceback = traceback_before(observation)
+        if traceback is None or not any(
+                _DATASET_FETCH.search(frame.file)
+                or (frame.function == "__getitem__" and not _MODULE_CONTAINER.search(frame.file))
+                for frame in traceback.frames):
+            return
+    del candidates[CHECKPOINT_CORRUPT]
+    data = candidates.get(DATA_SAMPLE)
+    if data is None:
+        candidates[DATA_SAMPLE] = Candidate(entry_id=DATA_SAMPLE, score=corrupt.score, nature=corrupt.nature,
+                                            roots=list(corrupt.roots), supporting=list(corrupt.supporting),
+                                            reason="a Dataset was reading the file")
+    else:
+        data.score = max(data.score, corrupt.score)
+        data.roots = sorted({id(o): o for o in data.roots + corrupt.roots}.values(), key=lambda o: o.sort_key)
 
 
 # A task's non-zero exit as srun reports it, and a cancel that names no reason (`DUE TO TIME
