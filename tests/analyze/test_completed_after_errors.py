@@ -26,3 +26,26 @@ def test_an_error_worked_around_before_training_finished_is_not_the_failure(tmp_
 def test_the_same_error_without_the_finish_is_the_failure(tmp_path: Path) -> None:
     assert _status(tmp_path, PROBE + STEPS) != "no-failure"
 
+
+
+CAUGHT = ["2026-01-04 10:00:03,100 ERROR [eval] metric 'rare_f1' failed, left out this epoch",
+          "Traceback (most recent call last):",
+          '  File "/srv/job/train.py", line 92, in evaluate',
+          "    worst = max(per_class)",
+          "ValueError: max() arg is an empty sequence"]
+
+
+def test_an_exception_the_process_logged_before_it_reported_training_finished_is_not_the_failure(
+        tmp_path: Path) -> None:
+    assert _status(tmp_path, STEPS + CAUGHT + DONE) == "no-failure"
+
+
+def test_a_wrapper_reporting_that_training_finished_with_errors_recovers_nothing(tmp_path: Path) -> None:
+    wrapper = ["--- STDERR reader thread for training finished. ---",
+               "--- training process finished with errors or non-zero exit code (1). ---"]
+    assert _status(tmp_path, STEPS + CAUGHT + wrapper) != "no-failure"
+
+
+def test_another_ranks_report_that_training_finished_does_not_recover_this_ranks_error(tmp_path: Path) -> None:
+    rank1 = [f"[rank1]: {line}" for line in CAUGHT]
+    assert _status(tmp_path, [f"[rank0]: {s}" for s in STEPS] + rank1 + [f"[rank0]: {DONE[0]}"]) != "no-failure"

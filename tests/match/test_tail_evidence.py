@@ -68,7 +68,9 @@ def test_warnings_progress_counts_and_tracker_lines_at_the_end_are_not_failures(
                  "epoch 9: top-1 error rate 0.041", "tests: 12 passed, 0 failed",
                  "INFO:absl:Failed to get flag value for EXPERIMENTAL_FLAG",
                  "srun: error: spank: x11.so: Plugin file not found",
-                 "Call backward() before step(). Failure to do so will result in the first update being skipped."):
+                 "Call backward() before step(). Failure to do so will result in the first update being skipped.",
+                 "#       size    count   type  redop  root   time  algbw  busbw  #wrong   time  algbw  busbw  error",
+                 "       size         count    type   redop     time   algbw   busbw  error     time   algbw   busbw  error"):
         assert tail_evidence(["step 10 loss 2.1", last], 2) == [], last
     assert tail_evidence(["job failed: out of disk", "step 11 loss 2.0"], 2) == []
 

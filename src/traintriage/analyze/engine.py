@@ -20,8 +20,10 @@ from traintriage.analyze.ranks import (
 )
 from traintriage.analyze.refine import USER_CODE
 from traintriage.analyze.salient import (
+    completion_lines,
     excused_orders,
     failure_evidence,
+    finished_after,
     position,
     reports_at_the_end,
     salient_lines,
@@ -136,7 +138,7 @@ def analyze(
     candidates = score_entries(observations, kb, scanner, excused)
     points = _metric_points(observations, scans, scanner)
     evidence = failure_evidence(observations, scanner, points, excused)
-    completions = _internal(observations, scanner, Internal.completion)
+    completions = completion_lines(observations, scanner)
     _settle_excused(candidates, kb, points, bool(completions), bool(evidence))
     if not evidence:
         _drop_recovered(candidates, kb, points)
@@ -325,12 +327,12 @@ def _drop_restarted(candidates: dict[str, Candidate], observations: list[Observa
 
 def _drop_completed(candidates: dict[str, Candidate], kb: KnowledgeBase, points: list[MetricPoint],
                     completions: list[Observation]) -> None:
-    """A class whose every line is followed by more training steps of the same rank and then by the
-    run's own report that training finished did not stop the run (a probe that failed and was
-    worked around, an error a library caught)."""
+    """A class whose every line is followed by more training steps of the same rank, or was logged
+    with its traceback by a logger, and then by the run's own report that training finished did not
+    stop the run (a probe that failed and was worked around, an error a library or the script caught)."""
     if completions:
-        _drop_if_every_line(candidates, kb, lambda o: _progress_after(o, points) and any(
-            c.hit.source == o.hit.source and c.hit.line > o.hit.line for c in completions))
+        _drop_if_every_line(candidates, kb, lambda o: (_progress_after(o, points) or _logged_with_traceback(o)) and any(
+            finished_after(o, c) for c in completions))
 
 
 # A log record's level, on the line just above a traceback's header: the logger printed the exception.

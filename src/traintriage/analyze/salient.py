@@ -126,15 +126,34 @@ def failure_evidence(
     found.update((o.order, o) for o in exits)
     evidence = sorted((o for o in found.values() if o.order not in excused and not _NOT_FAILURES.search(o.hit.text)
                        and not _is_warning(o.hit.text)), key=position)
-    completed = internal_lines(observations, scanner, Internal.completion)
+    completed = completion_lines(observations, scanner)
     if completed:
         first_done = min(completed, key=position)
         evidence = [o for o in evidence if position(o) < position(first_done) or _ABORTED.search(o.hit.text)]
+        evidence = [o for o in evidence if not any(finished_after(o, done) for done in completed)]
     last_progress: dict[int, int] = {}
     for point in points:
         if point.step is not None or point.loss is not None:
             last_progress[point.source] = max(last_progress.get(point.source, 0), point.line)
     return [o for o in evidence if last_progress.get(o.hit.source, 0) <= o.hit.line]
+
+
+# A line with a completion pattern's words that reports no completion of training: a wrapper's
+# reader thread for the training process, a step that finished with errors. Applied with .search to one line.
+_NOT_COMPLETED = re.compile(r"(?i)\berrors?\b|\bfail|non-zero|\bthread\b")
+
+
+def completion_lines(observations: list[Observation], scanner: Scanner) -> list[Observation]:
+    """The lines that report that training finished."""
+    return [o for o in internal_lines(observations, scanner, Internal.completion)
+            if not _NOT_COMPLETED.search(o.hit.text)]
+
+
+def finished_after(observation: Observation, done: Observation) -> bool:
+    """The same process reported that training finished after this line: what the line reports
+    was caught and the run went on to its end."""
+    return (done.hit.source == observation.hit.source and done.hit.line > observation.hit.line
+            and (done.rank is None or observation.rank is None or done.rank == observation.rank))
 
 
 # A launcher's own report of a worker's failure: torchrun's ChildFailedError and agent lines, the
