@@ -303,7 +303,9 @@ def _phase(
     else:
         return None, None, last_step
     if phase == "step":
-        at_failure = [p.step for p in points if first is not None and (p.source, p.line) == (first.hit.source, first.hit.line)]
+        # A step or a loss on the failure's own line: that step ran (a progress bar's states share one line).
+        at_failure = [p.step or p.loss is not None for p in points
+                      if first is not None and (p.source, p.line) == (first.hit.source, first.hit.line)]
         if last_step is None and not before and points and not any(at_failure):
             return "first-step", "no training step was logged before the failure", None
         return "step", reason or "training steps were logged before the failure", last_step

@@ -21,7 +21,7 @@ from traintriage.ingest.sources import Source
 from traintriage.match.compiler import CONTEXT_HITS, Scanner
 from traintriage.match.internal import Internal
 from traintriage.match.tail_evidence import tail_evidence
-from traintriage.parse.metrics import MAX_POINTS, MetricPoint, MetricSampler, parse_sampled
+from traintriage.parse.metrics import MAX_POINTS, MetricPoint, MetricSampler, parse_sampled, progress_states
 from traintriage.parse.prefix import parse_prefix
 
 # Bounded repeats: a CSI or OSC sequence longer than these is left as it is (an unbounded
@@ -395,9 +395,10 @@ class _SourceScanner:
         current: LineHit | None = None
         for item in planned:
             if item.pattern == _METRIC:
-                point = parse_sampled(metric_slice(text(item.span)), self.index, item.number, self.source.rank)
-                if point is not None:
-                    result.metrics.append(point)
+                for state in progress_states(text(item.span)):
+                    point = parse_sampled(metric_slice(state), self.index, item.number, self.source.rank)
+                    if point is not None:
+                        result.metrics.append(point)
                 continue
             if current is not None and current.line == item.number:
                 current.patterns.append(item.pattern)

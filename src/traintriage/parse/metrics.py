@@ -174,6 +174,29 @@ class MetricSampler:
                 position += self.stride
 
 
+PROGRESS_STATES = 16
+"""States of one progress-bar line read at most: a tqdm or Lightning bar captured to a file is one
+line that redrew itself with `\r` on every step, so its postfix (`loss=2.31`) holds the curve."""
+
+
+def progress_states(line: bytes) -> list[bytes]:
+    """The line itself, or for a line a progress bar redrew with `\r`, up to PROGRESS_STATES of its
+    states spread evenly along it, the first and the last included (found from byte offsets, not by splitting:
+    a bar of a long run is one line of megabytes)."""
+    if b"\r" not in line:
+        return [line]
+    states: list[bytes] = []
+    starts: set[int] = set()
+    for k in range(PROGRESS_STATES):
+        start = line.rfind(b"\r", 0, 1 + (len(line) - 1) * k // (PROGRESS_STATES - 1)) + 1
+        stop = line.find(b"\r", start)
+        state = line[start : stop if stop >= 0 else len(line)]
+        if start not in starts and state.strip():
+            starts.add(start)
+            states.append(state)
+    return states or [line.replace(b"\r", b"")]
+
+
 def parse_sampled(text: bytes, source: int, number: int, rank: int | None = None) -> MetricPoint | None:
     line = text.decode("utf-8", "replace")
     if "\r" in line:
