@@ -8,7 +8,7 @@ import pytest
 
 from traintriage.ingest.sources import Source
 from traintriage.match.compiler import load_scanner
-from traintriage.match.cut_line import MIN_CUT, CutLineIndex, leading_literal
+from traintriage.match.cut_line import MIN_CUT, CutLineIndex, leading_literal, openings_of
 from traintriage.match.scan import SourceScan, scan_source
 from traintriage.pipeline import diagnose
 
@@ -39,7 +39,7 @@ def test_the_opening_literal_stops_at_the_first_class_group_or_optional_characte
 def _long_openings() -> list[tuple[int, str, str]]:
     scanner = load_scanner()
     index = scanner.cut_line_index()
-    return [(o.pattern, o.entry_id, o.literal) for o in index._openings if not o.caseless]
+    return [(o.pattern, o.entry_id, o.literal) for o in index.openings if not o.caseless]
 
 
 def test_every_long_opening_cut_three_quarters_in_is_named_unless_another_entry_opens_alike() -> None:
@@ -59,7 +59,8 @@ def test_every_long_opening_cut_three_quarters_in_is_named_unless_another_entry_
 
 
 def test_a_short_cut_a_whole_line_or_a_line_that_goes_on_is_not_a_cut() -> None:
-    index = CutLineIndex([(7, "nccl-watchdog-timeout", r"Some NCCL operations have failed or timed out\. Due to the asy")])
+    index = CutLineIndex(openings_of([(7, "nccl-watchdog-timeout",
+                                       r"Some NCCL operations have failed or timed out\. Due to the asy")]))
     message = "Some NCCL operations have failed or timed out. Due to the asy"
     assert index.signatures_cut_in("[Rank 5] " + message[:40]) == [7]
     assert index.signatures_cut_in("[Rank 5] " + message[: MIN_CUT - 1]) == []
@@ -68,8 +69,8 @@ def test_a_short_cut_a_whole_line_or_a_line_that_goes_on_is_not_a_cut() -> None:
 
 
 def test_a_message_two_entries_open_with_is_named_by_neither() -> None:
-    index = CutLineIndex([(1, "a", "RuntimeError: the collective operation failed on rank 1 because of A"),
-                          (2, "b", "RuntimeError: the collective operation failed on rank 1 because of B")])
+    index = CutLineIndex(openings_of([(1, "a", "RuntimeError: the collective operation failed on rank 1 because of A"),
+                                      (2, "b", "RuntimeError: the collective operation failed on rank 1 because of B")]))
     assert index.signatures_cut_in("RuntimeError: the collective operation failed on ra") == []
     assert index.signatures_cut_in("RuntimeError: the collective operation failed on rank 1 because of") == []
 

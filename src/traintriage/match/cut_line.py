@@ -68,37 +68,51 @@ class _Opening:
     caseless: bool
 
 
-class CutLineIndex:
-    """The root signatures' opening literals long enough to be recognised when cut."""
+def openings_of(signatures: list[tuple[int, str, str]]) -> list[tuple[int, str, str, bool]]:
+    """(pattern id, entry id, opening literal, caseless) of the (pattern id, entry id, regex)
+    signatures whose opening literal is long enough to be recognised when cut."""
+    found = ((pattern, entry_id, leading_literal(regex)) for pattern, entry_id, regex in signatures)
+    return [(pattern, entry_id, *literal) for pattern, entry_id, literal in found
+            if literal is not None and len(literal[0]) >= MIN_LITERAL]
 
-    def __init__(self, openings: list[tuple[int, str, str]]) -> None:
-        self._openings: list[_Opening] = []
-        for pattern, entry_id, regex in openings:
-            found = leading_literal(regex)
-            if found is not None and len(found[0]) >= MIN_LITERAL:
-                self._openings.append(_Opening(pattern, entry_id, found[0], found[1]))
+
+class CutLineIndex:
+    """The opening literals by their first ANCHOR characters: a line is looked up at each position
+    a cut could start from (a dictionary lookup each), not searched once per signature, and only
+    when its last ANCHOR characters occur in some opening at all (one substring search), since
+    every log of a fleet asks."""
+
+    def __init__(self, openings: list[tuple[int, str, str, bool]]) -> None:
+        self._by_anchor: dict[tuple[bool, str], list[_Opening]] = {}
+        for pattern, entry_id, literal, caseless in openings:
+            self._by_anchor.setdefault((caseless, literal[:ANCHOR]), []).append(
+                _Opening(pattern, entry_id, literal, caseless))
+        self._longest = max((len(o[2]) for o in openings), default=0)
+        self._joined = "\0".join(o[2] for o in openings if not o[3])
+        self._joined_caseless = "\0".join(o[2] for o in openings if o[3])
+
+    @property
+    def openings(self) -> list[_Opening]:
+        return [opening for group in self._by_anchor.values() for opening in group]
 
     def signatures_cut_in(self, line: str) -> list[int]:
         """Ids of the root signatures whose opening literal `line` ends inside of: those that
         hold the longest stretch of it, when they all belong to one entry."""
         text = line.rstrip()
-        lowered: str | None = None
-        found: dict[int, list[_Opening]] = {}
-        for opening in self._openings:
-            haystack = text
-            if opening.caseless:
-                lowered = text.lower() if lowered is None else lowered
-                haystack = lowered
-            start = haystack.find(opening.literal[:ANCHOR])
-            while start != -1:
-                cut = haystack[start:]
-                if MIN_CUT <= len(cut) < len(opening.literal) and opening.literal.startswith(cut):
-                    found.setdefault(len(cut), []).append(opening)
-                    break
-                start = haystack.find(opening.literal[:ANCHOR], start + 1)
-        if not found:
+        if len(text) < MIN_CUT:
             return []
-        longest = found[max(found)]
-        if len({opening.entry_id for opening in longest}) != 1:
+        lowered = text.lower()
+        if text[-ANCHOR:] not in self._joined and lowered[-ANCHOR:] not in self._joined_caseless:
+            return []  # the line does not end inside any opening: most lines, at one search
+        found: list[_Opening] = []
+        for start in range(max(0, len(text) - self._longest), len(text) - MIN_CUT + 1):
+            for caseless, haystack in ((False, text), (True, lowered)):
+                for opening in self._by_anchor.get((caseless, haystack[start : start + ANCHOR]), ()):
+                    cut = haystack[start:]
+                    if len(cut) < len(opening.literal) and opening.literal.startswith(cut):
+                        found.append(opening)
+            if found:  # the earliest start holds the longest stretch
+                break
+        if len({opening.entry_id for opening in found}) != 1:
             return []
-        return [opening.pattern for opening in longest]
+        return [opening.pattern for opening in found]
