@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from traintriage.pipeline import diagnose
+from tests.analyze.run_facts import root_of
 
 SITE = "/opt/venv/lib/python3.11/site-packages"
 TRUNCATED = ("ValueError: Failed to read all data for array. Expected (128, 64) = 8192 elements, could only read "
@@ -59,24 +59,18 @@ IN_MODULE_LIST = f"""Traceback (most recent call last):
 """
 
 
-def _root(tmp_path: Path, text: str) -> str | None:
-    path = tmp_path / "train.log"
-    path.write_text(text)
-    root = diagnose([str(path)]).root_cause
-    return root.id if root else None
-
 
 def test_a_truncated_array_read_in_a_dataloader_worker_is_a_bad_sample(tmp_path: Path) -> None:
-    assert _root(tmp_path, IN_WORKER) == "corrupt-data-sample"
+    assert root_of(tmp_path, IN_WORKER) == "corrupt-data-sample"
 
 
 def test_a_truncated_array_read_in_a_datasets_getitem_is_a_bad_sample(tmp_path: Path) -> None:
-    assert _root(tmp_path, IN_GETITEM) == "corrupt-data-sample"
+    assert root_of(tmp_path, IN_GETITEM) == "corrupt-data-sample"
 
 
 def test_the_same_message_while_resuming_is_a_bad_checkpoint(tmp_path: Path) -> None:
-    assert _root(tmp_path, AT_RESUME) == "checkpoint-corrupt"
+    assert root_of(tmp_path, AT_RESUME) == "checkpoint-corrupt"
 
 
 def test_a_module_containers_getitem_is_not_a_dataset(tmp_path: Path) -> None:
-    assert _root(tmp_path, IN_MODULE_LIST) == "checkpoint-corrupt"
+    assert root_of(tmp_path, IN_MODULE_LIST) == "checkpoint-corrupt"

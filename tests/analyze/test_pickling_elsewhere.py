@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from traintriage.pipeline import diagnose
+from tests.analyze.run_facts import root_of
 
 SITE = "/opt/venv/lib/python3.11/site-packages"
 IN_TORCH_SAVE = f"""Traceback (most recent call last):
@@ -30,19 +30,13 @@ _pickle.PicklingError: Can't pickle <function <lambda> at 0x7f3a1c0b2ee0>: attri
 """
 
 
-def _root(tmp_path: Path, text: str) -> str | None:
-    path = tmp_path / "train.log"
-    path.write_text(text)
-    root = diagnose([str(path)]).root_cause
-    return root.id if root else None
-
 
 def test_pickling_in_torch_save_is_not_the_spawn_start_method(tmp_path: Path) -> None:
-    assert _root(tmp_path, IN_TORCH_SAVE) != "pickling-error-spawn"
+    assert root_of(tmp_path, IN_TORCH_SAVE) != "pickling-error-spawn"
 
 
 def test_pickling_while_starting_a_worker_is(tmp_path: Path) -> None:
-    assert _root(tmp_path, IN_SPAWN) == "pickling-error-spawn"
+    assert root_of(tmp_path, IN_SPAWN) == "pickling-error-spawn"
 
 
 IN_SPAWNED_CHILD_SAVE = f"""-- Process 0 terminated with the following error:
@@ -60,4 +54,4 @@ AttributeError: Can't pickle local object 'Net.__init__.<locals>.<lambda>'
 
 
 def test_torch_multiprocessing_running_the_child_is_not_multiprocessing_starting_it(tmp_path: Path) -> None:
-    assert _root(tmp_path, IN_SPAWNED_CHILD_SAVE) != "pickling-error-spawn"
+    assert root_of(tmp_path, IN_SPAWNED_CHILD_SAVE) != "pickling-error-spawn"
