@@ -137,8 +137,8 @@ def analyze(
     excused = excused_orders(observations, scanner)
     candidates = score_entries(observations, kb, scanner, excused)
     points = _metric_points(observations, scans, scanner)
-    evidence = failure_evidence(observations, scanner, points, excused)
     completions = completion_lines(observations, scanner)
+    evidence = failure_evidence(observations, scanner, points, excused, completions)
     _settle_excused(candidates, kb, points, bool(completions), bool(evidence))
     if not evidence:
         _drop_recovered(candidates, kb, points)

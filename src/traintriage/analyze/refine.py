@@ -172,9 +172,7 @@ def _read_by_a_dataset(candidates: dict[str, Candidate], kb: KnowledgeBase) -> N
     del candidates[CHECKPOINT_CORRUPT]
     data = candidates.get(DATA_SAMPLE)
     if data is None:
-        candidates[DATA_SAMPLE] = Candidate(entry_id=DATA_SAMPLE, score=corrupt.score, nature=corrupt.nature,
-                                            roots=list(corrupt.roots), supporting=list(corrupt.supporting),
-                                            reason="a Dataset was reading the file")
+        candidates[DATA_SAMPLE] = _as_class(corrupt, DATA_SAMPLE, "a Dataset was reading the file")
     else:
         data.score = max(data.score, corrupt.score)
         data.roots = sorted({id(o): o for o in data.roots + corrupt.roots}.values(), key=lambda o: o.sort_key)
@@ -257,9 +255,14 @@ def _refine_oom(candidates: dict[str, Candidate], kb: KnowledgeBase) -> None:
         winner_id = "cuda-oom-fragmentation" if is_fragmented_now else "cuda-oom"
         if winner_id not in kb.entries:
             return
-        winner = Candidate(entry_id=winner_id, score=source.score, nature=source.nature, roots=list(source.roots),
-                           supporting=list(source.supporting), reason="compared reserved and requested memory")
+        winner = _as_class(source, winner_id, "compared reserved and requested memory")
         candidates[winner_id] = winner
     if loser is not None:
         winner.score = max(winner.score, loser.score)
         loser.score = winner.score * 0.5  # the numbers decided: the other reading is a weak rival
+
+
+def _as_class(source: Candidate, entry_id: str, reason: str) -> Candidate:
+    """The evidence of `source` read as another class, which the log's own numbers or traceback chose."""
+    return Candidate(entry_id=entry_id, score=source.score, nature=source.nature, roots=list(source.roots),
+                     supporting=list(source.supporting), reason=reason)

@@ -118,15 +118,16 @@ _ABORTED = re.compile(r"terminate called after throwing an instance of|^Fatal Py
 
 
 def failure_evidence(
-    observations: list[Observation], scanner: Scanner, points: list[MetricPoint], excused: set[int]
+    observations: list[Observation], scanner: Scanner, points: list[MetricPoint], excused: set[int],
+    completed: list[Observation],
 ) -> list[Observation]:
-    """The lines that show a failure nothing later recovered from, in log order."""
+    """The lines that show a failure nothing later recovered from, in log order; `completed`: the
+    lines that report that training finished (`completion_lines`)."""
     exits = [o for o in internal_lines(observations, scanner, Internal.exit_code) if _NONZERO_EXIT.search(o.hit.text)]
     found = {o.order: o for kind in _EVIDENCE_KINDS for o in internal_lines(observations, scanner, kind)}
     found.update((o.order, o) for o in exits)
     evidence = sorted((o for o in found.values() if o.order not in excused and not _NOT_FAILURES.search(o.hit.text)
                        and not _is_warning(o.hit.text)), key=position)
-    completed = completion_lines(observations, scanner)
     if completed:
         first_done = min(completed, key=position)
         evidence = [o for o in evidence if position(o) < position(first_done) or _ABORTED.search(o.hit.text)]
