@@ -7,6 +7,10 @@ positive-2.log: 2 ranks, plain console (no --tee), TORCH_DISTRIBUTED_DEBUG=DETAI
 positive-3.log: the same 2-rank job without TORCH_DISTRIBUTED_DEBUG: gloo's own size check
   aborts rank 0 ("Received data size doesn't match expected size. Is there a distributed
   collective mismatch in your code?", exitcode -6) and rank 1 loses its peer.
+positive-gloo-branch-barrier.log: 2 ranks, `--tee 3`, no debug mode, a 10 s timeout: after step 4
+  a barrier meant for every rank sits in rank 0's `if rank == 0` branch, so rank 0 times out in
+  barrier while rank 1 times out in the next step's all_reduce; nothing names the mismatch but the
+  two ranks' tracebacks ending in different collectives.
 
 Run: .venv/bin/python scripts/examples/collective-mismatch.py
 """
@@ -19,12 +23,12 @@ ID = "collective-mismatch"
 DEBUG = {"TORCH_DISTRIBUTED_DEBUG": "DETAIL"}
 
 TRAIN = r'''
-import sys, time
+import datetime, sys, time
 import torch
 import torch.distributed as dist
 
 MODE = sys.argv[1]
-dist.init_process_group("gloo")
+dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=10 if MODE == "branch" else 1800))
 rank, world = dist.get_rank(), dist.get_world_size()
 torch.manual_seed(0)
 model = torch.nn.Linear(16, 16)
@@ -44,6 +48,8 @@ for step in range(1, 7):
         elif MODE == "shape":
             n = 5 if rank == 1 else 4
             dist.all_reduce(torch.ones(n, 3))
+        elif MODE == "branch" and rank == 0:
+            dist.barrier()  # "wait for rank 0's checkpoint", but only rank 0 gets here
     model.zero_grad()
     time.sleep(0.2)
 dist.destroy_process_group()
@@ -58,3 +64,5 @@ if __name__ == "__main__":
                files=files, env=DEBUG)
     run_logged(ID, "positive-3.log", [TORCHRUN, "--nproc-per-node", "2", "--master-port", "29663", "train.py", "shape"],
                files=files)
+    run_logged(ID, "positive-gloo-branch-barrier.log", [TORCHRUN, "--nproc-per-node", "2", "--master-port", "29664",
+                                                       "--tee", "3", "train.py", "branch"], files=files)

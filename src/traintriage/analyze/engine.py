@@ -10,6 +10,7 @@ from datetime import datetime, timezone
 from traintriage.analyze import curves, refine
 from traintriage.analyze.confidence_map import calibrated
 from traintriage.analyze.cut_traceback import last_frame_lines
+from traintriage.analyze.desync import Desync, mismatched_collectives
 from traintriage.analyze.observations import Observation, local_tags_are_global, traceback_before
 from traintriage.analyze.ranks import (
     SuspectRank,
@@ -38,7 +39,7 @@ from traintriage.analyze.script_error import (
     raised_in_script,
 )
 from traintriage.analyze.second_opinion import as_hints, second_opinion
-from traintriage.analyze.timing import NO_PROGRESS, hang_finding
+from traintriage.analyze.timing import NO_PROGRESS, hang_finding, is_crash
 from traintriage.kb.loader import KnowledgeBase
 from traintriage.kb.schema import Entry, Nature, Role
 from traintriage.match.compiler import PatternKind, Scanner
@@ -51,6 +52,11 @@ from traintriage.parse.torchrun import FailureReport, parse_root_cause
 from traintriage.parse.traceback import TRACEBACK_HEADER, Traceback
 
 THRESHOLD = 0.3
+DESYNC = "collective-mismatch"
+DESYNC_SCORE = 0.9
+"""Above a collective timeout's own signature: the timeouts are what the desync looks like."""
+_SIGNALLED = "launcher-signal-received"
+_WAITING_CLASSES = ("gloo-connection-closed", "gloo-collective-timeout")
 LAUNCHER_WRAPPERS = frozenset({"elastic-child-failed", "slurm-srun-task-exited", "mpi-job-aborted"})
 """Launchers that report a worker's failure; the worker prints its own error (a serving engine's
 or a pod's wrapper lines are themselves what it reports)."""
@@ -162,6 +168,10 @@ def analyze(
         # A monitored barrier named the rank that never arrived, which hung, lagged or died: only a
         # dump of its stack (faulthandler, py-spy) shows it stuck; without one the barrier's class is the finding.
         hang = None
+    desync = _desync(timeouts, candidates) if DESYNC in kb.entries else None
+    if desync is not None:
+        hang = None  # the laggard of a desync only waited elsewhere
+        _add_finding(candidates, DESYNC, DESYNC_SCORE, desync.observation, desync.detail)
     if hang is not None and "training-hang" in kb.entries:
         _add_finding(candidates, "training-hang", hang.score, hang.observation, hang.detail)
     straggling = curves.straggler(points)
@@ -385,6 +395,16 @@ def _metric_points(observations: list[Observation], scans: list[SourceScan], sca
         # several nodes: a `[defaultN]:` tag is no global rank; the curves tell nodes apart (curves.curve_of)
         points = [replace(p, rank=None) if p.local_only else p for p in points]
     return points
+
+
+def _desync(timeouts: list[Observation], candidates: dict[str, Candidate]) -> Desync | None:
+    """Ranks that failed waiting in different collectives, when no crash explains their waiting."""
+    timed_out = {o.order for o in timeouts}
+    if any(is_crash(c, timed_out) for c in candidates.values()) or _SIGNALLED in candidates:
+        return None  # a crash or a signal left the ranks wherever they were
+    closed = [o for entry_id in _WAITING_CLASSES if entry_id in candidates
+              for o in candidates[entry_id].roots if o.order not in timed_out]
+    return mismatched_collectives(timeouts, closed)
 
 
 def _barrier_named(candidates: dict[str, Candidate]) -> bool:

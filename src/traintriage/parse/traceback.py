@@ -95,7 +95,7 @@ def parse_traceback(lines: list[str], exception_line: str) -> Traceback | None:
     if start is None:
         return None
     body = lines[start + 1 :]
-    frames = _python_frames(body)
+    frames = python_frames(body)
     shows_every_frame = bool(frames)
     if not frames:
         frames = _ipython_frames(body)
@@ -108,7 +108,8 @@ def parse_traceback(lines: list[str], exception_line: str) -> Traceback | None:
                      shows_every_frame=shows_every_frame)
 
 
-def _python_frames(body: list[str]) -> list[Frame]:
+def python_frames(body: list[str]) -> list[Frame]:
+    """The `File "...", line N, in f` frames among `body`, with the code line under each."""
     frames = []
     for index, text in enumerate(body):
         match = _FRAME.match(text)
