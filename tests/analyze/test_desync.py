@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from traintriage.pipeline import diagnose
 
 SITE = "/opt/venv/lib/python3.11/site-packages/torch"
@@ -29,15 +31,18 @@ def _in_collective(rank: int, function: str, error: str, line: int = 90) -> list
     return [f"[rank{rank}]: {text}" for text in frames]
 
 
-def _in_backward(rank: int, error: str) -> list[str]:
-    """A rank's traceback through DDP's backward, whose gradient all-reduce has no Python frame."""
+def _in_backward(rank: int, error: str, torch_1: bool = False) -> list[str]:
+    """A rank's traceback through DDP's backward, whose gradient all-reduce has no Python frame
+    (torch 1.x ends in autograd's `backward`, 2.3 and later in `_engine_run_backward`)."""
+    engine = ([f'  File "{SITE}/autograd/__init__.py", line 173, in backward'] if torch_1
+              else [f'  File "{SITE}/autograd/graph.py", line 979, in _engine_run_backward'])
     frames = ["Traceback (most recent call last):",
               '  File "/work/train.py", line 84, in <module>',
               "    loss.backward()",
               f'  File "{SITE}/_tensor.py", line 623, in backward',
               "    torch.autograd.backward(",
-              f'  File "{SITE}/autograd/graph.py", line 979, in _engine_run_backward',
-              "    return Variable._execution_engine.run_backward(",
+              *engine,
+              "    Variable._execution_engine.run_backward(",
               error]
     return [f"[rank{rank}]: {text}" for text in frames]
 
@@ -59,8 +64,9 @@ def test_ranks_timing_out_in_different_collectives_are_a_desync(tmp_path: Path) 
     assert _diagnose(tmp_path, lines) == ("collective-mismatch", 0)
 
 
-def test_a_rank_in_ddp_backward_waits_in_a_collective_too(tmp_path: Path) -> None:
-    lines = _steps(2) + _in_collective(1, "all_reduce", TIMEOUT) + _in_backward(0, CLOSED)
+@pytest.mark.parametrize("torch_1", [False, True])
+def test_a_rank_in_ddp_backward_waits_in_a_collective_too(tmp_path: Path, torch_1: bool) -> None:
+    lines = _steps(2) + _in_collective(1, "all_reduce", TIMEOUT) + _in_backward(0, CLOSED, torch_1)
     assert _diagnose(tmp_path, lines) == ("collective-mismatch", 1)
 
 

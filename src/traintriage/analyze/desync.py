@@ -15,9 +15,10 @@ from traintriage.analyze.observations import Observation, same_rank_context
 from traintriage.parse.traceback import TRACEBACK_HEADER, Frame, python_frames
 
 _C10D = "distributed_c10d.py"
-_BACKWARD = "autograd/graph.py"
-"""The autograd engine's frame: a rank failing there waited in DDP's gradient all-reduce, which
-the reducer starts from C++ without a frame of torch.distributed."""
+_BACKWARD = ("autograd/graph.py", "autograd/__init__.py")
+"""The autograd engine's frames (`_engine_run_backward` from torch 2.3 on, `backward` before): a
+rank failing there waited in DDP's gradient all-reduce, which the reducer starts from C++
+without a frame of torch.distributed."""
 
 
 @dataclass(frozen=True)
@@ -35,8 +36,9 @@ def collective_called(observation: Observation) -> str | None:
                                                    local_rank=observation.local_rank)]
     headers = [index for index, line in enumerate(lines) if TRACEBACK_HEADER in line]
     frames: list[Frame] = python_frames(lines[headers[-1] + 1:] if headers else lines)
-    called = next((frame.function for frame in frames if frame.file.endswith(_C10D)), None)
-    if called is None and any(frame.file.endswith(_BACKWARD) for frame in frames):
+    files = [frame.file.replace("\\", "/") for frame in frames]
+    called = next((frame.function for frame, file in zip(frames, files, strict=True) if file.endswith(_C10D)), None)
+    if called is None and any(file.endswith(_BACKWARD) for file in files):
         return "backward (DDP's gradient all-reduce)"
     return called
 
