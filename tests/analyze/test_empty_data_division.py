@@ -24,6 +24,7 @@ def _traceback(code: str, exception: str = "ZeroDivisionError: division by zero"
     "start_epoch = global_step // self.steps_per_epoch",
     "avg = total_loss / len(self.val_dataset)",
     "mean_loss = total_loss / batches",
+    "print(epoch + 1, total_loss / (len(train_loader)), total_cer * 100 / total_char)",
 ])
 def test_dividing_by_the_length_of_the_data_is_an_empty_dataset(tmp_path: Path, code: str) -> None:
     path = tmp_path / "train.log"

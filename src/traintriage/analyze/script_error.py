@@ -88,9 +88,10 @@ EMPTY_DATA = "empty-dataset"
 EMPTY_DATA_SCORE = 0.5
 """Weaker than a signature of the class: the divisor's name is a strong hint, not the loader's own message."""
 # Applied to one source line (a frame's code, at most a few hundred characters): a division whose divisor
-# is the length of a loader, dataset or batch list, or a count of steps or batches per epoch.
+# is the length of a loader, dataset or batch list, or a count of steps or batches per epoch (in parentheses
+# or not: `total_loss / (len(train_loader))`).
 _DIVIDED_BY_DATA = re.compile(
-    r"(?://|/|%)\s{0,4}(?:len\(\s{0,4}[\w.]{0,80}(?:loader|dataset|data|batches|samples)[\w.]{0,40}\s{0,4}\)|"
+    r"(?://|/|%)\s{0,4}\(?\s{0,4}(?:len\(\s{0,4}[\w.]{0,80}(?:loader|dataset|data|batches|samples)[\w.]{0,40}\s{0,4}\)|"
     r"[\w.]{0,60}(?:steps_per_epoch|num_batches|n_batches|batches|num_samples|batches_per_epoch|num_update_steps_per_epoch)\b)",
     re.IGNORECASE,
 )
