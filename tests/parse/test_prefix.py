@@ -194,3 +194,9 @@ def test_worker_tags_and_quoted_pastes(line: str, rank: int, message_start: str)
     prefix = parse_prefix(line)
     assert prefix.rank == rank
     assert prefix.message.startswith(message_start)
+
+
+def test_a_quoted_traceback_keeps_its_indented_frames() -> None:
+    """A traceback pasted as a quote: `>   File ...` and its code line lose the quote mark."""
+    assert parse_prefix('>   File "/work/train.py", line 40, in <module>').message.startswith('File "/work/train.py"')
+    assert parse_prefix(">     loss = total / len(loader)").message == "loss = total / len(loader)"

@@ -94,7 +94,7 @@ _MASKED_HOST = re.compile(r"(<[A-Z][A-Z_]{1,15}(?:-\d{1,9})?>): ")  # a host or 
 _LINE_NUMBER = re.compile(r"\d{1,7}(?:\t|\s{1,8}(?=\[))")  # `   2 [rank0]: ...`, `12\t...`
 _BRACKET_NUMBER = re.compile(r"\[\d{1,7}\] (?=\S)")  # `[1743] ...`
 _LEVEL = re.compile(r"\[(?:DEBUG|INFO|WARN|WARNING|ERROR|CRITICAL|FATAL)\]:?\s?")
-_QUOTE = re.compile(r"[|>] (?=\S)")  # a log pasted as a quote or inside a table
+_QUOTE = re.compile(r"[|>] (?=\s{0,40}\S)")  # a log pasted as a quote (indented frames too) or inside a table
 # A host or IP address then ': ' (pdsh, DeepSpeed's multi-node runner). One class, one
 # bounded repeat: no backtracking over host-like tokens. It must hold a digit (`node7`,
 # `10.0.0.7`) so that `Error: ` and `warning: ` are not hosts; `localhost` is the exception.
