@@ -62,6 +62,8 @@ def test_ranks_timing_out_in_different_collectives_are_a_desync(tmp_path: Path) 
     lines = _steps(2) + _in_collective(1, "all_reduce", CLOSED) + _in_collective(0, "barrier", TIMEOUT)
     # the rank that waited out its timeout, not the one that then lost its peer
     assert _diagnose(tmp_path, lines) == ("collective-mismatch", 0)
+    reason = diagnose([str(tmp_path / "job.log")]).suspects[0].reason
+    assert "rank 0 in barrier" in reason and "rank 1 in all_reduce" in reason
 
 
 @pytest.mark.parametrize("torch_1", [False, True])

@@ -60,7 +60,7 @@ def mismatched_collectives(timeouts: list[Observation], closed: list[Observation
     if len(callers) < 2:
         return None
     waits = ", ".join(f"rank {rank} in {function}" for rank, (function, _) in sorted(called.items()))
-    return Desync(_odd_one(callers, timed_out), f"ranks failed waiting in different collectives ({waits})")
+    return Desync(_odd_one(callers, timed_out), f"the ranks waited in different collectives: {waits}")
 
 
 def _odd_one(callers: dict[str, list[Observation]], timed_out: set[int]) -> Observation:

@@ -233,7 +233,9 @@ def analyze(
     suspects = suspects_for(root, signalled, reports, timeouts, named, agent_lines, seen_ranks - cut_short,
                             observations, members)
     if root is not None and root.entry_id == "training-hang" and hang is not None and hang.rank is not None:
-        suspects.insert(0, SuspectRank(hang.rank, None, hang.detail))
+        suspects = _leading(SuspectRank(hang.rank, None, hang.detail), suspects)
+    if root is not None and root.entry_id == DESYNC and desync is not None and desync.observation.rank is not None:
+        suspects = _leading(SuspectRank(desync.observation.rank, desync.observation.host, desync.detail), suspects)
     initiating = (_initiating(root, suspects) if root is not None
                   else _unexplained_initiator(suspects, salient or cut, named))
 
@@ -253,6 +255,11 @@ def analyze(
                     initiating_rank=initiating, seen_ranks=seen_ranks, anomalies=anomalies,
                     environment=environment, traceback=traceback, salient=salient, confidence=confidence,
                     failed=failed, matches=_root_matches(scans, scanner), observations=observations)
+
+
+def _leading(finding: SuspectRank, suspects: list[SuspectRank]) -> list[SuspectRank]:
+    """An analysis finding's rank first, with its reason, instead of a weaker reason for the same rank."""
+    return [finding] + [s for s in suspects if s.rank != finding.rank]
 
 
 def _with_hints(ranked: list[Candidate], hints: list[Candidate], lead: int) -> list[Candidate]:
