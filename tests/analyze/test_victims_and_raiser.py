@@ -43,3 +43,32 @@ def test_without_a_raiser_the_victims_class_is_the_answer(tmp_path: Path) -> Non
     path.write_text("\n".join(_victim(1) + _victim(2)) + "\n")
     diagnosis = diagnose([str(path)])
     assert diagnosis.root_cause is not None and diagnosis.root_cause.id == "gloo-connection-closed"
+
+
+def _report(rank: int, exitcode: int, signal: str) -> list[str]:
+    """torchrun's failure report for one rank, as its agent prints it."""
+    return [
+        "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: ",
+        "============================================================",
+        "train.py FAILED",
+        "------------------------------------------------------------",
+        "Root Cause (first observed failure):",
+        "[0]:",
+        "  time      : 2026-12-06_03:14:29",
+        "  host      : node-a",
+        f"  rank      : {rank} (local_rank: {rank})",
+        f"  exitcode  : {exitcode} (pid: 17344)",
+        "  error_file: <N/A>",
+        f"  traceback : Signal {-exitcode} ({signal}) received by PID 17344",
+        "============================================================",
+    ]
+
+
+def test_a_peer_killed_by_a_signal_no_class_names_outranks_the_victims_class(tmp_path: Path) -> None:
+    """Rank 1 hit its CPU-time limit (SIGXCPU): rank 0's lost connection is its victim, not the cause."""
+    path = tmp_path / "train.log"
+    path.write_text("\n".join(_victim(0) + _report(1, -24, "SIGXCPU")) + "\n")
+    diagnosis = diagnose([str(path)])
+    assert diagnosis.root_cause is None or diagnosis.root_cause.id != "gloo-connection-closed"
+    assert diagnosis.initiating_rank == 1
+

@@ -56,6 +56,8 @@ DESYNC = "collective-mismatch"
 DESYNC_SCORE = 0.9
 """Above a collective timeout's own signature: the timeouts are what the desync looks like."""
 _SIGNALLED = "launcher-signal-received"
+_STOP_SIGNALS = frozenset({1, 2, 15})
+"""SIGHUP, SIGINT, SIGTERM: how a launcher or a user stops a worker, not how one dies."""
 _WAITING_CLASSES = ("gloo-connection-closed", "gloo-collective-timeout")
 LAUNCHER_WRAPPERS = frozenset({"elastic-child-failed", "slurm-srun-task-exited", "mpi-job-aborted"})
 """Launchers that report a worker's failure; the worker prints its own error (a serving engine's
@@ -188,9 +190,10 @@ def analyze(
         # The worker's own error is in the log and no class explains it: that is the failure to
         # show (a launcher's report is the answer only when the worker's error is missing).
         root, collateral = None, []
-    if root is not None and root.nature is Nature.collateral and _peer_raised(root, ranked, observations, scanner, excused):
-        # The victims' class (a peer's connection closed) and another rank's own exception no class
-        # explains: that exception started it, not the victims' reports of it.
+    if root is not None and root.nature is Nature.collateral and (
+            _peer_raised(root, ranked, observations, scanner, excused) or _peer_signalled(root, reports)):
+        # The victims' class (a peer's connection closed) and another rank's own exception, or its death by
+        # a signal, that no class explains: that started it, not the victims' reports of it.
         excused = excused | {o.order for o in root.roots}
         root, collateral = None, []
     if root is not None:
@@ -545,3 +548,13 @@ def _peer_raised(root: Candidate, ranked: list[Candidate], observations: list[Ob
     matched = {o.order for c in ranked for o in c.roots + c.supporting}
     return any(o.rank is not None and o.rank not in victims and o.order not in matched and o.order not in excused
                for o in _internal(observations, scanner, Internal.exception))
+
+
+def _peer_signalled(root: Candidate, reports: list[FailureReport]) -> bool:
+    """torchrun reports a rank that is none of the victims' killed by a signal it was not sent to stop
+    (SIGXCPU at a CPU-time limit, say; the SIGTERM the agent sends the others is not one)."""
+    victims = {o.rank for o in root.roots if o.rank is not None}  # torchrun's report repeats a victim's error rankless
+    if not victims:
+        return False
+    return any(report.rank is not None and report.rank not in victims and report.exitcode is not None
+               and report.exitcode < 0 and -report.exitcode not in _STOP_SIGNALS for report in reports)
