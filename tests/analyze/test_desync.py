@@ -59,16 +59,23 @@ def _diagnose(tmp_path: Path, lines: list[str]) -> tuple[str | None, int | None]
 
 
 def test_ranks_timing_out_in_different_collectives_are_a_desync(tmp_path: Path) -> None:
-    lines = _steps(2) + _in_collective(1, "all_reduce", CLOSED) + _in_collective(0, "barrier", TIMEOUT)
+    lines = _steps(2) + _in_collective(1, "all_reduce", CLOSED) + _in_collective(0, "broadcast", TIMEOUT)
     # the rank that waited out its timeout, not the one that then lost its peer
     assert _diagnose(tmp_path, lines) == ("collective-mismatch", 0)
     reason = diagnose([str(tmp_path / "job.log")]).suspects[0].reason
-    assert "rank 0 in barrier" in reason and "rank 1 in all_reduce" in reason
+    assert "rank 0 in broadcast" in reason and "rank 1 in all_reduce" in reason
 
 
 @pytest.mark.parametrize("torch_1", [False, True])
 def test_a_rank_in_ddp_backward_waits_in_a_collective_too(tmp_path: Path, torch_1: bool) -> None:
     lines = _steps(2) + _in_collective(1, "all_reduce", TIMEOUT) + _in_backward(0, CLOSED, torch_1)
+    assert _diagnose(tmp_path, lines) == ("collective-mismatch", 1)
+
+
+def test_the_one_rank_in_barrier_left_the_others_sequence(tmp_path: Path) -> None:
+    """Uneven data: rank 1 ran out of batches and waits in the final barrier; rank 0 timed out in the
+    next step's gradient all-reduce, and rank 1 then lost its peer."""
+    lines = _steps(2) + _in_backward(0, TIMEOUT) + _in_collective(1, "barrier", CLOSED)
     assert _diagnose(tmp_path, lines) == ("collective-mismatch", 1)
 
 

@@ -65,10 +65,13 @@ def mismatched_collectives(timeouts: list[Observation], closed: list[Observation
 
 def _odd_one(callers: dict[str, list[Observation]], timed_out: set[int]) -> Observation:
     """The rank that took the other path, as far as the log tells: the one rank in a collective no
-    other rank called, among three or more; else one that waited out the timeout (a peer that lost
-    its connection only saw that rank give up), the first of them."""
+    other rank called, among three or more; else the one rank in `barrier` (the call that ends a
+    loop, an epoch or a checkpoint: that rank left the others' sequence early); else one that waited
+    out the timeout (a peer that lost its connection only saw that rank give up), the first of them."""
     alone = [observations[0] for observations in callers.values() if len(observations) == 1]
     if len(alone) == 1 and sum(len(observations) for observations in callers.values()) > 2:
         return alone[0]
+    if len(callers.get("barrier", [])) == 1:
+        return callers["barrier"][0]
     ranks = [o for observations in callers.values() for o in observations]
     return min(ranks, key=lambda o: (o.order not in timed_out, o.sort_key))
