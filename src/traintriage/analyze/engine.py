@@ -551,8 +551,11 @@ def _peer_raised(root: Candidate, ranked: list[Candidate], observations: list[Ob
 
 
 def _peer_signalled(root: Candidate, reports: list[FailureReport]) -> bool:
-    """torchrun reports a rank that is none of the victims' killed by a signal it was not sent to stop
-    (SIGXCPU at a CPU-time limit, say; the SIGTERM the agent sends the others is not one)."""
+    """The victims waited for a peer (lost connections, timeouts) and torchrun reports a rank that is
+    none of them killed by a signal it was not sent to stop (SIGXCPU at a CPU-time limit, say; the
+    SIGTERM the agent sends the others is not one)."""
+    if root.entry_id not in _WAITING_CLASSES + ("nccl-watchdog-timeout",):
+        return False  # a class of its own about a death (worker-killed-by-signal) already names it
     victims = {o.rank for o in root.roots if o.rank is not None}  # torchrun's report repeats a victim's error rankless
     if not victims:
         return False
