@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from traintriage.analyze.observations import Observation, same_rank_context
+from traintriage.analyze.observations import Observation, context_before
 from traintriage.parse.traceback import TRACEBACK_HEADER, Frame, python_frames
 
 _C10D = "distributed_c10d.py"
@@ -32,8 +32,7 @@ def collective_called(observation: Observation) -> str | None:
     outermost frame in distributed_c10d.py: `all_gather_object`, not the `all_gather` it calls in
     turn). Frameworks' tracebacks outgrow the context kept before a line, so the frames are
     read without their header when it is out of reach."""
-    lines = [c.message for c in same_rank_context(observation.hit.before, observation.rank,
-                                                   local_rank=observation.local_rank)]
+    lines = context_before(observation)
     headers = [index for index, line in enumerate(lines) if TRACEBACK_HEADER in line]
     frames: list[Frame] = python_frames(lines[headers[-1] + 1:] if headers else lines)
     files = [frame.file.replace("\\", "/") for frame in frames]

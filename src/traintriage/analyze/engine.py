@@ -57,8 +57,11 @@ DESYNC_SCORE = 0.9
 """Above a collective timeout's own signature: the timeouts are what the desync looks like."""
 _SIGNALLED = "launcher-signal-received"
 _STOP_SIGNALS = frozenset({1, 2, 15})
-"""SIGHUP, SIGINT, SIGTERM: how a launcher or a user stops a worker, not how one dies."""
+"""SIGHUP, SIGINT, SIGTERM: how a launcher or a user stops a worker, not how one dies (by number, as
+torchrun's report gives exit codes; `_COLLATERAL_SIGNAL` matches the same signals by name in text)."""
 _WAITING_CLASSES = ("gloo-connection-closed", "gloo-collective-timeout")
+_VICTIM_CLASSES = (*_WAITING_CLASSES, "nccl-watchdog-timeout")
+"""The classes of ranks that only waited for a peer: lost connections and collective timeouts."""
 LAUNCHER_WRAPPERS = frozenset({"elastic-child-failed", "slurm-srun-task-exited", "mpi-job-aborted"})
 """Launchers that report a worker's failure; the worker prints its own error (a serving engine's
 or a pod's wrapper lines are themselves what it reports)."""
@@ -554,7 +557,7 @@ def _peer_signalled(root: Candidate, reports: list[FailureReport]) -> bool:
     """The victims waited for a peer (lost connections, timeouts) and torchrun reports a rank that is
     none of them killed by a signal it was not sent to stop (SIGXCPU at a CPU-time limit, say; the
     SIGTERM the agent sends the others is not one)."""
-    if root.entry_id not in _WAITING_CLASSES + ("nccl-watchdog-timeout",):
+    if root.entry_id not in _VICTIM_CLASSES:
         return False  # a class of its own about a death (worker-killed-by-signal) already names it
     victims = {o.rank for o in root.roots if o.rank is not None}  # torchrun's report repeats a victim's error rankless
     if not victims:

@@ -54,12 +54,16 @@ def same_rank_context(
     return [p for p in parsed if _same_process(p, rank, local_rank)]
 
 
+def context_before(observation: Observation) -> list[str]:
+    """The messages of the observation's own process printed just before its line (prefixes peeled)."""
+    return [context.message for context in
+            same_rank_context(observation.hit.before, observation.rank, local_rank=observation.local_rank)]
+
+
 def traceback_before(observation: Observation) -> Traceback | None:
     """The Python traceback that ends at the observation's line, from its own process's lines
     printed before it."""
-    lines = [context.message for context in
-             same_rank_context(observation.hit.before, observation.rank, local_rank=observation.local_rank)]
-    return parse_traceback(lines, observation.message)
+    return parse_traceback(context_before(observation), observation.message)
 
 
 def _same_process(prefix: Prefix, rank: int | None, local_rank: int | None) -> bool:
