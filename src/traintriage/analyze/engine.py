@@ -14,6 +14,7 @@ from traintriage.analyze.desync import Desync, mismatched_collectives
 from traintriage.analyze.observations import Observation, local_tags_are_global, traceback_before
 from traintriage.analyze.ranks import (
     SuspectRank,
+    barrier_missing_ranks,
     earliest_rank,
     named_faulty_rank,
     report_ranks,
@@ -199,6 +200,10 @@ def analyze(
         # a signal, that no class explains: that started it, not the victims' reports of it.
         excused = excused | {o.order for o in root.roots}
         root, collateral = None, []
+    if root is not None and MONITORED_BARRIER in candidates:
+        root, collateral, excused = _barrier_missed_a_crash(root, collateral, ranked, barrier_missing_ranks(faulty),
+                                                             kb, observations, scanner, excused,
+                                                             {o.order for o in timeouts})
     if root is not None:
         ranked = [root] + [c for c in ranked if c is not root]
     cut_lines = last_frame_lines(scans, names, reports_at_the_end(
@@ -548,8 +553,43 @@ def _peer_raised(root: Candidate, ranked: list[Candidate], observations: list[Ob
     victims = {o.rank for o in root.roots}
     if not victims or None in victims:
         return False
+    return _raised_on(lambda rank: rank not in victims, ranked, observations, scanner, excused)
+
+
+def _barrier_missed_a_crash(
+    root: Candidate, collateral: list[tuple[Candidate, str]], ranked: list[Candidate], missing: set[int],
+    kb: KnowledgeBase, observations: list[Observation], scanner: Scanner, excused: set[int], timed_out: set[int],
+) -> tuple[Candidate | None, list[tuple[Candidate, str]], set[int]]:
+    """A rank the monitored barrier missed that crashed (its own error is in the log; under
+    TORCH_DISTRIBUTED_DEBUG=DETAIL rank 0 reports any crashed rank so) failed first: its class is the
+    root and the barrier's report collateral; an exception no class knows makes the failure unknown."""
+    barrier = next((c for c in ranked if c.entry_id == MONITORED_BARRIER), None)
+    if root is barrier:
+        crash = _crash_on(missing, ranked, kb, timed_out)
+        if crash is None:
+            if _raised_on(missing.__contains__, ranked, observations, scanner, excused):
+                return None, [], excused | {o.order for o in root.roots}
+            return root, collateral, excused
+        resolved, collateral = resolve([crash] + [c for c in ranked if c is not crash], kb)
+        root = resolved or crash
+    if barrier is not None and any(o.rank in missing for o in root.roots):
+        collateral = [(barrier, root.entry_id)] + [pair for pair in collateral if pair[0] is not barrier]
+    return root, collateral, excused
+
+
+def _crash_on(ranks: set[int], ranked: list[Candidate], kb: KnowledgeBase, timed_out: set[int]) -> Candidate | None:
+    """The best class of a crash seen on one of `ranks`: root-natured, from a line that is no collective
+    timeout, and neither a wait, a stall nor a finding about waiting (a desync)."""
+    return next((c for c in ranked if c.nature is Nature.root and c.entry_id not in _VICTIM_CLASSES
+                 and c.entry_id not in {MONITORED_BARRIER, DESYNC, *NO_PROGRESS} and not _is_stall(kb.get(c.entry_id))
+                 and any(o.rank in ranks and o.order not in timed_out for o in c.roots)), None)
+
+
+def _raised_on(on: Callable[[int], bool], ranked: list[Candidate], observations: list[Observation], scanner: Scanner,
+               excused: set[int]) -> bool:
+    """A rank `on` accepts raised an exception no candidate matched."""
     matched = {o.order for c in ranked for o in c.roots + c.supporting}
-    return any(o.rank is not None and o.rank not in victims and o.order not in matched and o.order not in excused
+    return any(o.rank is not None and on(o.rank) and o.order not in matched and o.order not in excused
                for o in _internal(observations, scanner, Internal.exception))
 
 

@@ -67,6 +67,12 @@ def earliest_rank(observations: list[Observation]) -> Observation | None:
     return None
 
 
+def barrier_missing_ranks(faulty: list[Observation]) -> set[int]:
+    """Every rank monitored_barrier's coordinator names as never arrived (`Ranks 1, 3 failed to pass`)."""
+    return {int(rank) for observation in faulty for match in [_FAILED_BARRIER.search(observation.hit.text)] if match
+            for rank in re.findall(r"\d+", match.group(1))}
+
+
 def named_faulty_rank(faulty: list[Observation]) -> SuspectRank | None:
     """A rank named as faulty: monitored_barrier's coordinator names the ranks that never
     arrived (`Ranks 1, 3 failed to pass monitoredBarrier`), which outranks the peers' pointer
