@@ -51,10 +51,22 @@ def test_a_bare_error_line_is_unknown_not_the_users_code(tmp_path: Path) -> None
 
 LIBRARY_TYPE_FROM_SCRIPT = """Traceback (most recent call last):
   File "/home/alice/proj/train.py", line 130, in main
+    weights = class_counts + smoothing
+numpy.core._exceptions._UFuncNoLoopError: ufunc 'add' did not contain a loop with signature matching types \
+(dtype('<U5'), dtype('int64')) -> None
+"""
+
+CONFIG_LACKS_A_KEY = """[2026-03-02 10:04:11,902][train][INFO] - world_size=1 out_dir=/scratch/runs/exp7
+Error executing job with overrides: ['exp_name=exp7']
+Traceback (most recent call last):
+  File "/home/alice/proj/train.py", line 130, in main
     warmup = int(cfg.sched.warmup_steps)
+                 ^^^^^^^^^^^^^^^^^^^^^^
 omegaconf.errors.ConfigAttributeError: Key 'warmup_steps' is not in struct
     full_key: sched.warmup_steps
     object_type=dict
+
+Set the environment variable HYDRA_FULL_ERROR=1 for a complete stack trace.
 """
 
 LIBRARY_TYPE_FROM_LIBRARY = """Traceback (most recent call last):
@@ -82,6 +94,16 @@ def test_error_through_user_code_points_at_the_users_frame(tmp_path: Path, log: 
     assert diagnosis.root_cause is not None and diagnosis.root_cause.id == "user-code-exception"
     frame = diagnosis.root_cause.user_frame
     assert frame is not None and frame.line == line and frame.function == "main"
+
+
+def test_a_config_that_lacks_what_the_script_reads_is_not_the_scripts_error(tmp_path: Path) -> None:
+    """Hydra cuts omegaconf's frames, so the script's line only looks like the raiser; the message shown is
+    the exception's line, not the last line omegaconf adds to it."""
+    path = tmp_path / "train.log"
+    path.write_text(CONFIG_LACKS_A_KEY)
+    diagnosis = diagnose([str(path)])
+    assert diagnosis.status.value == "unknown-failure"
+    assert diagnosis.unknown[0].text.startswith("omegaconf.errors.ConfigAttributeError: Key 'warmup_steps'")
 
 
 def test_a_library_exception_raised_inside_the_library_stays_unknown(tmp_path: Path) -> None:

@@ -197,9 +197,19 @@ def _hydras_message(observation: Observation) -> Observation:
     hit = observation.hit
     if HYDRA_CLOSING not in hit.text:
         return observation
-    for back, text in enumerate(reversed(hit.before), start=1):
-        if text.strip():
-            message_hit = replace(hit, line=hit.line - back, text=text, before=hit.before[:-back],
-                                  after=hit.before[len(hit.before) - back + 1:] + [hit.text] + hit.after)
-            return replace(observation, hit=message_hit, message=parse_prefix(text).message)
-    return observation
+    above = [(back, text, parse_prefix(text).message) for back, text in enumerate(reversed(hit.before), start=1)]
+    written = [line for line in above if line[2].strip()]
+    # the message may run over several lines (omegaconf adds `full_key: ...`, `object_type=...`): its exception line
+    chosen = next((line for line in written[:_HYDRA_MESSAGE_LINES] if _EXCEPTION_LINE.match(line[2])),
+                  written[0] if written else None)
+    if chosen is None:
+        return observation
+    back, text, message = chosen
+    message_hit = replace(hit, line=hit.line - back, text=text, before=hit.before[:-back],
+                          after=hit.before[len(hit.before) - back + 1:] + [hit.text] + hit.after)
+    return replace(observation, hit=message_hit, message=message)
+
+
+_HYDRA_MESSAGE_LINES = 6
+_EXCEPTION_LINE = re.compile(r"(?:[A-Za-z_]\w{0,80}\.){0,8}[A-Z]\w{2,80}: ")
+"""`omegaconf.errors.MissingMandatoryValue: ...`, `ValueError: ...`: a class name (capitalised), dotted or not."""
