@@ -3,9 +3,9 @@
 The KB's catch-all for script errors (`user-code-exception`) matches Python's built-in
 exception types. A library's own exception type raised from a line of the user's script
 (a project's custom error) is the same kind of failure: the deepest frame of its traceback
-is the user's code. Only that
-case counts: an exception whose traceback ends inside an installed package, or that was
-chained from another exception (the cause lies there), stays an unknown failure. So does an
+is the user's code. Only that case counts: an exception whose traceback ends inside an
+installed package, or that was chained from another exception (the cause lies there), stays
+an unknown failure. So does an
 XLA runtime error (`XlaRuntimeError: INTERNAL: ...`): the compiled program failed in the runtime,
 and JAX removes its own frames from the traceback, so the user's call only looks like the deepest
 frame. (JAX's tracing errors, such as ConcretizationTypeError, do point at the user's code.)
@@ -41,6 +41,7 @@ _CODEC = ("UnicodeDecodeError", "UnicodeEncodeError")
 """A codec error on the script's `for line in f:` is the file's encoding (or the locale's default
 codec, `'gbk' codec can't decode ...` on a Chinese-locale Windows), not a bug in the line."""
 _CONFIG = ("omegaconf.errors.",)
+"""A config that lacks what the script reads (Hydra hides omegaconf's frames, so the script looks like the raiser)."""
 _ENVIRONMENT = frozenset({
     "OSError", "IOError", "EnvironmentError", "PermissionError", "FileNotFoundError", "FileExistsError",
     "IsADirectoryError", "NotADirectoryError", "ConnectionError", "ConnectionResetError", "ConnectionRefusedError",
