@@ -49,3 +49,17 @@ def test_a_wrapper_reporting_that_training_finished_with_errors_recovers_nothing
 def test_another_ranks_report_that_training_finished_does_not_recover_this_ranks_error(tmp_path: Path) -> None:
     rank1 = [f"[rank1]: {line}" for line in CAUGHT]
     assert _status(tmp_path, [f"[rank0]: {s}" for s in STEPS] + rank1 + [f"[rank0]: {DONE[0]}"]) != "no-failure"
+
+
+def test_a_rank_that_fails_after_another_rank_finished_failed(tmp_path: Path) -> None:
+    """Rank 1 reports that training finished; rank 0 then dies saving its checkpoint, and torchrun reports it."""
+    steps = [f"[rank{rank}]: {line}" for line in STEPS for rank in (0, 1)]
+    crash = ["Traceback (most recent call last):",
+             '  File "/srv/job/train.py", line 204, in main',
+             "    torch.save(state, os.path.join(args.ckpt_dir, name))",
+             "RuntimeError: [enforce fail at inline_container.cc:747] . open file failed with strerror: "
+             "File name too long"]
+    lines = steps + [f"[rank1]: {DONE[0]}"] + [f"[rank0]: {line}" for line in crash] + [
+        "E0104 10:00:09.044000 2517 torch/distributed/elastic/multiprocessing/api.py:1002] failed (exitcode: 1) "
+        "local_rank: 0 (pid: 25235) of binary: /usr/bin/python3"]
+    assert _status(tmp_path, lines) != "no-failure"

@@ -130,7 +130,14 @@ def failure_evidence(
                        and not _is_warning(o.hit.text)), key=position)
     if completed:
         first_done = min(completed, key=position)
-        evidence = [o for o in evidence if position(o) < position(first_done) or _ABORTED.search(o.hit.text)]
+        # after the first report that training finished, only a crash counts, or, when a launcher then reported a
+        # non-zero exit, the error of a rank that never reported finishing
+        unfinished = (set() if not any(position(e) > position(first_done) for e in exits)
+                      else {o.rank for o in evidence} - {done.rank for done in completed} - {None})
+        if any(done.rank is None for done in completed):
+            unfinished = set()
+        evidence = [o for o in evidence if position(o) < position(first_done) or _ABORTED.search(o.hit.text)
+                    or o.rank in unfinished]
         evidence = [o for o in evidence if not any(finished_after(o, done) for done in completed)]
     last_progress: dict[int, int] = {}
     for point in points:
