@@ -46,6 +46,9 @@ from traintriage.parse.prefix import failed_process_rank, parse_prefix, span_ran
          "vllm-openai-1", "RuntimeError"),
         # TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE="[${rank}]:" (the global rank)
         ("[11]:RuntimeError: x", 11, None, "RuntimeError"),
+        # an operator merging each node's agent output with a bracketed node tag, before torchrun's own prefixes
+        ("[node1] [rank1]: RuntimeError: x", 1, "node1", "RuntimeError"),
+        ("[gpu-node-07] [default0]:[rank8]: RuntimeError: x", 8, "gpu-node-07", "RuntimeError"),
     ],
 )
 def test_launcher_prefixes(line: str, rank: int, host: str | None, message_start: str) -> None:
@@ -139,6 +142,10 @@ def test_torchrun_tag_is_kept_apart_as_the_local_rank(line: str, local_rank: int
         # a table row is not a docker compose container
         "0 | model | GPT | 124 M",
         "train_loss    | 2.31",
+        # a counter's or a logger's bracketed tag is no node
+        "[epoch3] loss 2.31",
+        "[step_120] loss 2.31",
+        "[Train] epoch 3",
     ],
 )
 def test_lookalikes_name_no_rank(line: str) -> None:

@@ -90,6 +90,10 @@ _STREAM_TAG = re.compile(r"\[(?:stderr|stdout|STDERR|STDOUT)\]:?\s?")  # a launc
 # (milabench: `<bench>.<node> [stderr] [rank11]: ...`).
 _NAMED_STREAM = re.compile(r"([A-Za-z0-9][\w.-]{0,119}) \[(?:stderr|stdout|STDERR|STDOUT)\]:?\s?")
 _POD = re.compile(r"\[pod/([\w.-]{1,120})/[\w.-]{0,80}\]\s?")  # kubectl logs --prefix: `[pod/%s/%s] `
+# An operator's tag for the node a stream came from, before the rank's own prefixes: `[node1] [rank1]: ...`,
+# `[worker-3] ...`; a name with a digit (a counter's tag, `[epoch3]`, is no node).
+_NODE_TAG = re.compile(r"\[([A-Za-z][\w.-]{0,62})\] (?=\S)")
+_NOT_NODES = re.compile(r"(?i)(?:step|epoch|iter|batch|ep|it)[\W_]?\d")
 _MASKED_HOST = re.compile(r"(<[A-Z][A-Z_]{1,15}(?:-\d{1,9})?>): ")  # a host or address masked at ingest
 _LINE_NUMBER = re.compile(r"\d{1,7}(?:\t|\s{1,8}(?=\[))")  # `   2 [rank0]: ...`, `12\t...`
 _BRACKET_NUMBER = re.compile(r"\[\d{1,7}\] (?=\S)")  # `[1743] ...`
@@ -295,6 +299,14 @@ def _vllm_header(head: str, found: _Peeled) -> int:
     return match.end()
 
 
+def _node_tag(head: str, found: _Peeled) -> int:
+    match = _NODE_TAG.match(head)
+    if not match or not any(c.isdigit() for c in match.group(1)) or _NOT_NODES.match(match.group(1)):
+        return 0
+    found.host = found.host or match.group(1)
+    return match.end()
+
+
 def _bare_host(head: str, found: _Peeled) -> int:
     if found.host is not None or ": " not in head[:65]:  # the literal first: most lines have none
         return 0
@@ -325,6 +337,7 @@ _PEELERS: tuple[tuple[str, Callable[[str, _Peeled], int]], ...] = (
     ("(", _ray_worker),
     ("[\x1b", _skip(_ANSI_REMNANT)),
     ("[", _host(_POD)),
+    ("[", _node_tag),
     ("[", _skip(_STREAM_TAG)),
     (string.ascii_letters + _DIGITS, _host(_NAMED_STREAM)),
     ("<", _host(_MASKED_HOST)),
