@@ -130,12 +130,7 @@ def failure_evidence(
                        and not _is_warning(o.hit.text)), key=position)
     if completed:
         first_done = min(completed, key=position)
-        # after the first report that training finished, only a crash counts, or, when a launcher then reported a
-        # non-zero exit, the error of a rank that never reported finishing
-        unfinished = (set() if not any(position(e) > position(first_done) for e in exits)
-                      else {o.rank for o in evidence} - {done.rank for done in completed} - {None})
-        if any(done.rank is None for done in completed):
-            unfinished = set()
+        unfinished = _never_finished(evidence, completed, exits, first_done)
         evidence = [o for o in evidence if position(o) < position(first_done) or _ABORTED.search(o.hit.text)
                     or o.rank in unfinished]
         evidence = [o for o in evidence if not any(finished_after(o, done) for done in completed)]
@@ -144,6 +139,15 @@ def failure_evidence(
         if point.step is not None or point.loss is not None:
             last_progress[point.source] = max(last_progress.get(point.source, 0), point.line)
     return [o for o in evidence if last_progress.get(o.hit.source, 0) <= o.hit.line]
+
+
+def _never_finished(evidence: list[Observation], completed: list[Observation], exits: list[Observation],
+                    first_done: Observation) -> set[int]:
+    """After the first report that training finished, only a crash counts, or, when a launcher then reported
+    a non-zero exit, the error of a rank that never reported finishing (every report names its rank)."""
+    if any(done.rank is None for done in completed) or not any(position(e) > position(first_done) for e in exits):
+        return set()
+    return {o.rank for o in evidence if o.rank is not None} - {done.rank for done in completed}
 
 
 # A line with a completion pattern's words that reports no completion of training: a wrapper's
