@@ -69,8 +69,12 @@ def earliest_rank(observations: list[Observation]) -> Observation | None:
 
 def barrier_missing_ranks(faulty: list[Observation]) -> set[int]:
     """Every rank monitored_barrier's coordinator names as never arrived (`Ranks 1, 3 failed to pass`)."""
-    return {int(rank) for observation in faulty for match in [_FAILED_BARRIER.search(observation.hit.text)] if match
-            for rank in re.findall(r"\d+", match.group(1))}
+    missing: set[int] = set()
+    for observation in faulty:
+        match = _FAILED_BARRIER.search(observation.hit.text)
+        if match:
+            missing.update(int(rank) for rank in re.findall(r"\d+", match.group(1)))
+    return missing
 
 
 def named_faulty_rank(faulty: list[Observation]) -> SuspectRank | None:

@@ -5,8 +5,7 @@ exception types. A library's own exception type raised from a line of the user's
 (a project's custom error) is the same kind of failure: the deepest frame of its traceback
 is the user's code. Only that case counts: an exception whose traceback ends inside an
 installed package, or that was chained from another exception (the cause lies there), stays
-an unknown failure. So does an
-XLA runtime error (`XlaRuntimeError: INTERNAL: ...`): the compiled program failed in the runtime,
+an unknown failure. So does an XLA runtime error (`XlaRuntimeError: INTERNAL: ...`): the compiled program failed in the runtime,
 and JAX removes its own frames from the traceback, so the user's call only looks like the deepest
 frame. (JAX's tracing errors, such as ConcretizationTypeError, do point at the user's code.)
 A notebook's traceback (IPython's format) does not count either: Colab folds library frames and
