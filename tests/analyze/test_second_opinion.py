@@ -112,3 +112,34 @@ def test_a_paste_cut_inside_a_traceback_offers_what_its_last_frame_was_doing(tmp
         "[rank0]:            ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^\n")
     assert diagnosis.candidates[0].id == "chat-template-missing"
     assert diagnosis.candidates[0].confidence < 0.5
+
+
+def test_a_named_failure_lists_near_entries_as_faint_alternatives(tmp_path: Path) -> None:
+    """A signature names the root; the entries worded nearest to its lines follow it, far below it, so
+    that a near neighbour is in the first three when the signature's class is the wrong one."""
+    path = tmp_path / "launch.log"
+    path.write_text("[W1206 08:01:12.114000 5120 site-packages/torch/distributed/run.py:811] Setting OMP_NUM_THREADS\n"
+                    "torch.distributed.DistNetworkError: The server socket has failed to listen on any local network "
+                    "address. port: 29400, useIpv6: false, code: -98, name: EADDRINUSE, message: address already in use\n")
+    diagnosis = diagnose([str(path)])
+    assert diagnosis.root_cause is not None and diagnosis.root_cause.id == "rendezvous-port-in-use"
+    ids = [c.id for c in diagnosis.candidates]
+    assert ids[0] == "rendezvous-port-in-use" and len(ids) == 3 and len(set(ids)) == 3
+    assert all(c.confidence < 0.1 < diagnosis.root_cause.confidence for c in diagnosis.candidates[1:])
+
+
+def test_the_pickled_index_scores_as_bm25s_does() -> None:
+    """The index keeps bm25s's weights as plain tuples (no numpy at load): its sums are bm25s's scores."""
+    import bm25s
+
+    from traintriage.match.similar import SimilarityIndex, _postings
+
+    corpus = [["cuda", "out", "memory"], ["nccl", "timeout", "watchdog", "memory"], ["nan", "loss", "loss"]]
+    retriever = bm25s.BM25()
+    retriever.index(corpus, show_progress=False)
+    index = SimilarityIndex(["a", "b", "c"], _postings(retriever), {})
+    for query in (["memory"], ["loss", "nan", "unseen"], ["watchdog", "memory", "cuda"]):
+        known = [word for word in query if word in retriever.vocab_dict]
+        expected = {e: float(v) for e, v in zip("abc", retriever.get_scores(known), strict=True) if v > 0}
+        assert index.scores(query) == pytest.approx(expected)
+    assert index.scores(["unseen"]) == {}

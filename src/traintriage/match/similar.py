@@ -6,9 +6,8 @@ positive example logs (the lines its signatures or the engine's exception and fa
 patterns match), which carry other libraries' and versions' wording. The query is the
 salient lines of a failure, already masked at ingest, with numbers and hashes dropped.
 
-bm25s (and numpy with it) is imported only here, on the path of failures no signature
-explained; the built index is pickled beside the KB cache and rebuilt when an entry or an
-example changes.
+bm25s (and numpy with it) is imported only to build the index, which is pickled as plain
+Python beside the KB cache and rebuilt when an entry or an example changes.
 """
 
 from __future__ import annotations
@@ -69,7 +68,10 @@ def status_codes(lines: list[str]) -> set[tuple[str, str]]:
 @dataclass
 class SimilarityIndex:
     entry_ids: list[str]
-    retriever: object
+    postings: dict[str, tuple[tuple[int, float], ...]]
+    """Per word, the (entry position, BM25 weight) of every entry it occurs in: bm25s computes every
+    weight at indexing time and a query's score is their sum, so the pickled index is plain Python and
+    loads without numpy (a tenth of a second of a short diagnosis that asks for alternatives)."""
     codes: dict[str, frozenset[tuple[str, str]]]
     """Per entry, the library statuses its text and examples name."""
 
@@ -83,10 +85,11 @@ class SimilarityIndex:
 
     def scores(self, words: list[str]) -> dict[str, float]:
         """BM25 score per entry that shares a word with the query."""
-        if not words:
-            return {}
-        values = self.retriever.get_scores(words)  # type: ignore[attr-defined]
-        return {e: float(v) for e, v in zip(self.entry_ids, values, strict=True) if v > 0}
+        totals: dict[int, float] = {}
+        for word in words:
+            for position, weight in self.postings.get(word, ()):
+                totals[position] = totals.get(position, 0.0) + weight
+        return {self.entry_ids[position]: total for position, total in totals.items() if total > 0}
 
     def rank(self, words: list[str], top: int = 5) -> list[tuple[str, float]]:
         """The best entries for the words, best first, with their BM25 scores (> 0)."""
@@ -115,7 +118,7 @@ def _shows_failure(scanner: Scanner, pattern: int, entry_id: str) -> bool:
 
 
 def build_index(kb: KnowledgeBase, scanner: Scanner) -> SimilarityIndex:
-    import bm25s  # numpy comes with it: only failures no signature explained pay for it
+    import bm25s  # numpy comes with it: only building the index pays for it
 
     entry_ids = sorted(kb.entries)
     lines = {e: example_failure_lines(e, scanner) for e in entry_ids}
@@ -123,7 +126,17 @@ def build_index(kb: KnowledgeBase, scanner: Scanner) -> SimilarityIndex:
     retriever = bm25s.BM25()
     retriever.index(corpus, show_progress=False)
     codes = {e: frozenset(status_codes(_entry_text(kb.entries[e]) + lines[e])) for e in entry_ids}
-    return SimilarityIndex(entry_ids, retriever, codes)
+    return SimilarityIndex(entry_ids, _postings(retriever), codes)
+
+
+def _postings(retriever: object) -> dict[str, tuple[tuple[int, float], ...]]:
+    """bm25s's eager score matrix (one column of entry weights per word) as plain tuples."""
+    matrix = retriever.scores  # type: ignore[attr-defined]
+    data, indices, indptr = matrix["data"].tolist(), matrix["indices"].tolist(), matrix["indptr"].tolist()
+    spans = {word: (indptr[column], indptr[column + 1])
+             for word, column in retriever.vocab_dict.items()  # type: ignore[attr-defined]
+             if column + 1 < len(indptr)}  # bm25s adds an empty word that has no column
+    return {word: tuple(zip(indices[start:end], data[start:end], strict=True)) for word, (start, end) in spans.items()}
 
 
 def _entry_text(entry: Entry) -> list[str]:
@@ -139,7 +152,7 @@ def _index_key() -> str:
     return hasher.hexdigest()[:20]
 
 
-_INDEX_VERSION = 3
+_INDEX_VERSION = 4
 """Bumped when SimilarityIndex changes shape, so an older pickle is never loaded."""
 _LOADED: dict[str, SimilarityIndex] = {}
 
