@@ -207,6 +207,11 @@ FAILED = {
         "[signal SIGSEGV: segmentation violation code=0x1 addr=0x18 pc=0x5d2c1a]",
     ],
     "a crash faulthandler reports on windows": ["Windows fatal exception: access violation"],
+    "macos's crash report of a thread that aborted": [
+        "Thread 2 Crashed::  Dispatch queue: metal gpu stream",
+        "0   libsystem_kernel.dylib        \t       0x18a1d6600 __pthread_kill + 8",
+        "1   libsystem_c.dylib             \t       0x18a11e9e8 abort + 124",
+    ],
     "a cuda extension that did not compile": [
         "/home/alice/ext/csrc/fused_adam.cu(57): error: identifier \"__hfma2\" is undefined",
         "1 error detected in the compilation of \"/home/alice/ext/csrc/fused_adam.cu\".",

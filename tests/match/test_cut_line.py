@@ -28,7 +28,10 @@ def _scan(tmp_path: Path, text: str) -> SourceScan:
         (r"Killed processes? \d+", ("Killed processe", False)),
         (r"(?:a|b) failed", None),
         (r"\d+ failed", None),
-        (r"[Ee]rror: x", None),
+        (r"[Ee]rror: x", ("error: x", True)),
+        (r"[Cc]u[Dd][Nn][Nn] error: CUDNN_", ("cudnn error: cudnn_", True)),
+        (r"[Ea]rror: x", None),
+        (r"[Ee]?rror: x", None),
     ],
 )
 def test_the_opening_literal_stops_at_the_first_class_group_or_optional_character(
@@ -92,3 +95,14 @@ def test_a_paste_cut_inside_the_watchdog_message_is_diagnosed_as_the_timeout(tmp
                     "have failed or timed out. Due to the asynch")
     report = diagnose([str(path)], jobs=1)
     assert report.root_cause is not None and report.root_cause.id == "nccl-watchdog-timeout"
+
+
+def test_a_paste_cut_inside_a_message_spelled_in_either_case_is_named(tmp_path: Path) -> None:
+    """The signature spells `[Cc][Uu][Dd][Nn][Nn] [Ee]rror: CUDNN_STATUS_INTERNAL_ERROR`; the paste stops
+    one letter short of its end."""
+    path = tmp_path / "paste.log"
+    path.write_text("  File \"/usr/lib/python3/site-packages/torch/nn/modules/rnn.py\", line 691, in forward\n"
+                    "    result = _VF.lstm(input, hx, self._flat_weights, self.bias, self.num_layers,\n"
+                    "RuntimeError: cuDNN error: CUDNN_STATUS_INTERNAL_ERRO")
+    report = diagnose([str(path)], jobs=1)
+    assert report.root_cause is not None and report.root_cause.id == "cudnn-internal-error"

@@ -172,6 +172,7 @@ def finished_after(observation: Observation, done: Observation) -> bool:
 # SIGTERMs it sends to the other workers, Slurm's task and step lines.
 _LAUNCHER_REPORT = re.compile(r"ChildFailedError|torch\.distributed\.elastic|closing signal SIG|SignalException|"
                               r"Signal \d+ \(SIG[A-Z]+\) received by PID|failed \(exitcode: |"
+                              r"msg: \"Process failed with exitcode |"  # the report's row in torch 1.9-1.10
                               r"\b(?:srun|slurmstepd): error: ")
 
 

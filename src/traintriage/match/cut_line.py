@@ -34,7 +34,8 @@ _ESCAPED_LITERAL = set(".^$*+?{}[]()|\\/-'\"#:,=<>!@%&~`;_ ")
 
 def leading_literal(regex: str) -> tuple[str, bool] | None:
     """The text every match of `regex` starts with, and whether it is matched regardless of
-    case; None when the pattern opens with a class, a group or an alternation."""
+    case (`(?i)`, or a letter spelled `[Cc]`); None when the pattern opens with another class, a
+    group or an alternation."""
     caseless = regex.startswith("(?i)")
     body = regex[4:] if caseless else regex
     if body.startswith(r"\b"):
@@ -43,7 +44,10 @@ def leading_literal(regex: str) -> tuple[str, bool] | None:
     index = 0
     while index < len(body):
         char = body[index]
-        if char == "\\":
+        pair = body[index : index + 4]
+        if _is_case_pair(pair):  # `[Cc]`: the letter in either case
+            char, step, caseless = pair[1].lower(), 4, True
+        elif char == "\\":
             if index + 1 >= len(body) or body[index + 1] not in _ESCAPED_LITERAL:
                 break
             char, step = body[index + 1], 2
@@ -58,6 +62,12 @@ def leading_literal(regex: str) -> tuple[str, bool] | None:
         index += step
     literal = "".join(out)
     return (literal.lower() if caseless else literal, caseless) if literal else None
+
+
+def _is_case_pair(text: str) -> bool:
+    """`[Xx]` or `[xX]`: one letter in its two cases, as signatures spell a word either case opens."""
+    return (len(text) == 4 and text[0] == "[" and text[3] == "]" and text[1].isalpha()
+            and text[1] != text[2] and text[1].lower() == text[2].lower())
 
 
 @dataclass(frozen=True)

@@ -223,6 +223,8 @@ INTERNAL_PATTERNS: tuple[InternalPattern, ...] = (
         r"(?:^|[\s|\]])(?:sbatch|srun|salloc|slurmstepd): error: |^Error response from daemon: |"
         r"(?:^|[|\]>] ?)Error: [A-Za-z]|: error loading model: |"
         r"\bpanicked at\b|(?:^|[|\]>] ?)panic: |Windows fatal exception: |"
+        # macOS's crash report names the thread that crashed above its stack (`Thread 4 Crashed::  Dispatch queue: ...`)
+        r"^Thread \d{1,4} Crashed::|"
         r"\b(?:ba|z|da)?sh(?:: line \d{1,6})?: [^\s:]{1,200}: command not found|"
         r"\[ONNXRuntimeError\] : \d{1,3} : [A-Z_]{2,40} : |actor died unexpectedly before finishing this task|"
         # a failed test of googletest or Python's unittest (a build or environment check run as tests)
