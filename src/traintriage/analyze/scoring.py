@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from traintriage.analyze.observations import Observation
@@ -118,8 +119,8 @@ def score_entries(
             entry_id=entry_id,
             score=min(1.0, score),
             nature=entry.nature,
-            roots=[o for o, _ in kept],
-            supporting=[o for o, _ in support],
+            roots=_distinct(o for o, _ in kept),  # a line two signatures of the entry match is one line
+            supporting=_distinct(o for o, _ in support),
             reason=f"matched {', '.join(sorted(weights))}",
             signatures=frozenset(weights) | distinct_support,
             excused=excused,
@@ -166,3 +167,8 @@ def supporting_hints(
 def rank_candidates(candidates: dict[str, Candidate]) -> list[Candidate]:
     """Best first: score, then more distinct evidence, then the failure seen first."""
     return sorted(candidates.values(), key=lambda c: (-round(c.score, 3), -c.evidence_kinds, c.first_key, c.entry_id))
+
+
+def _distinct(observations: Iterable[Observation]) -> list[Observation]:
+    """The observations in order, each line once."""
+    return list({(o.hit.source, o.hit.line): o for o in observations}.values())
