@@ -37,3 +37,19 @@ def test_a_restart_that_never_finishes_did_not(tmp_path: Path) -> None:
 
 def test_finishing_without_steps_after_the_restart_does_not_excuse_the_failure(tmp_path: Path) -> None:
     assert _status(tmp_path, FIRST_ATTEMPT + FINISHED) != "no-failure"
+
+
+KILLED_ATTEMPT = [
+    "initialized rank 1/2 backend=gloo",
+    "[rank1] step 3 | loss 1.70",
+    "W1205 22:39:02.612000 22069 torch/distributed/elastic/multiprocessing/api.py:1028] Sending process 22216 "
+    "closing signal SIGTERM",
+    "E1205 22:39:02.749000 22069 torch/distributed/elastic/multiprocessing/api.py:1002] failed (exitcode: -9) "
+    "local_rank: 1 (pid: 22217) of binary: /opt/venv/bin/python3",
+]
+
+
+def test_a_worker_killed_without_output_then_restarted_recovered(tmp_path: Path) -> None:
+    """The agent's report of the killed worker is the only line of its failure, and the restart's own marker."""
+    assert _status(tmp_path, KILLED_ATTEMPT + SECOND_ATTEMPT + FINISHED) == "no-failure"
+    assert _status(tmp_path, KILLED_ATTEMPT + SECOND_ATTEMPT) != "no-failure"

@@ -370,7 +370,7 @@ def _drop_restarted(candidates: dict[str, Candidate], observations: list[Observa
             and (p.step is not None or p.loss is not None) for p in points):
         return
     for entry_id, candidate in list(candidates.items()):
-        if all(position(o) < position(restart) for o in candidate.roots):
+        if all(position(o) <= position(restart) for o in candidate.roots):  # the report of the restart too
             del candidates[entry_id]
 
 
