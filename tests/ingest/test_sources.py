@@ -19,6 +19,9 @@ from traintriage.ingest.sources import discover, rank_from_path
         ("out/1/rank.3/stderr", 3), ("out/1/rank.03/stdout", 3), ("out/rank.12/stderr", 12),
         ("out/prterun-node7-40213@1/rank.2/stdout", 2), ("out/7/rank.x/stderr", None), ("out/1/stderr", None),
         ("slurm-4412-7.out", None), ("slurm-884412_5.out", None), ("job.log", None), ("train.py.log", None),
+        ("train_rank_2.stderr.log.gz", 2), ("worker-3.txt", 3), ("logs/proc1_out.log", 1),
+        # a combined log named for what one rank did is not that rank's own file
+        ("nan-on-rank2-4procs.log", None), ("job-rank1-debug.log", None), ("hang_rank0_ws3_detail.txt", None),
     ],
 )
 def test_rank_from_file_names(name: str, rank: int | None) -> None:

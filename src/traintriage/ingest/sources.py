@@ -44,7 +44,10 @@ _RANK_IN_NAME = (
     # Open MPI 4.x (ORTE iof_base_setup.c) writes `DIR/<local jobid>/rank.<N>/stdout|stderr`; Open MPI 5
     # (OpenPMIx pmix_iof.c) `DIR/<nspace>/rank.<N>/...`; `:nojobid` drops the job folder. N is zero-padded.
     re.compile(r"(?:^|/)rank\.(\d{1,6})/(?:stdout|stderr)$"),
-    re.compile(r"(?:^|[/_.-])(?:rank|worker|proc|process|task|local_rank)[-_.]?(\d{1,6})(?:[._-][^/]*)?$", re.I),
+    # `rank3.log`, `train_rank_3.stderr.log.gz`: after the number only the stream and the extensions, so a
+    # combined log named for what one rank did (`hang-rank1-4procs.log`) is not read as that rank's own file
+    re.compile(r"(?:^|[/_.-])(?:rank|worker|proc|process|task|local_rank)[-_.]?(\d{1,6})"
+               r"(?:[._-](?:stdout|stderr|out|err|log|txt))*(?:\.(?:gz|bz2|xz|zst))?$", re.I),
 )
 _MAX_NAME = 4096
 
