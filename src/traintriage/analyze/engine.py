@@ -236,9 +236,6 @@ def analyze(
         # called`), but after only the first of those a cut traceback's last frame suggests.
         ranked = _with_hints(ranked, hints, lead=1 if cut else len(ranked))
 
-    if root is not None and opinion is None and len(ranked) < ALTERNATIVES:
-        ranked = ranked + _alternatives(root.roots + salient_lines(observations, scanner, excused), ranked, kb, scanner)
-
     if root is not None and opinion is None:
         ranked = ranked + alternatives(root.roots + salient_lines(observations, scanner, excused), ranked, kb, scanner)
 
@@ -272,21 +269,6 @@ def analyze(
                     initiating_rank=initiating, seen_ranks=seen_ranks, anomalies=anomalies,
                     environment=environment, traceback=traceback, salient=salient, confidence=confidence,
                     failed=failed, matches=_root_matches(scans, scanner), observations=observations)
-
-
-ALTERNATIVES = 3
-ALTERNATIVE_SCORE = 0.1
-
-
-def _alternatives(lines: list[Observation], ranked: list[Candidate], kb: KnowledgeBase,
-                  scanner: Scanner) -> list[Candidate]:
-    """The entries whose wording is nearest to the root's own lines, as faint alternatives."""
-    offered = {c.entry_id for c in ranked}
-    opinion = second_opinion(lines, kb, scanner)
-    fresh = [c for c in opinion.candidates if c.entry_id not in offered][:ALTERNATIVES - len(ranked)]
-    for candidate in fresh:
-        candidate.score = ALTERNATIVE_SCORE
-    return fresh
 
 
 def _leading(finding: SuspectRank, suspects: list[SuspectRank]) -> list[SuspectRank]:

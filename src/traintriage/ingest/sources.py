@@ -47,7 +47,7 @@ _RANK_IN_NAME = (
     # `rank3.log`, `train_rank_3.stderr.log.gz`: after the number only the stream and the extensions, so a
     # combined log named for what one rank did (`hang-rank1-4procs.log`) is not read as that rank's own file
     re.compile(r"(?:^|[/_.-])(?:rank|worker|proc|process|task|local_rank)[-_.]?(\d{1,6})"
-               r"(?:[._-](?:stdout|stderr|out|err|log|txt))*(?:\.(?:gz|bz2|xz|zst))?$", re.I),
+               r"(?:[._-](?:stdout|stderr|out|err|log|txt))*(?:\.(?:gz|bz2|xz|lzma|zst))?$", re.I),
 )
 _MAX_NAME = 4096
 
