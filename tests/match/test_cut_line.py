@@ -88,21 +88,17 @@ def test_only_the_last_line_of_the_log_is_read_as_cut(tmp_path: Path) -> None:
                    for p in hit.patterns)
 
 
-def test_a_paste_cut_inside_the_watchdog_message_is_diagnosed_as_the_timeout(tmp_path: Path) -> None:
+@pytest.mark.parametrize(("paste", "entry"), [
+    ("Map (num_proc=8):  41%|####      | 4100/10000 [12:00<17:15, 5.70 examples/s]\n"
+     "[rank2]:[E1203 11:02:03.000000000 ProcessGroupNCCL.cpp:681] [Rank 2] Some NCCL operations "
+     "have failed or timed out. Due to the asynch", "nccl-watchdog-timeout"),
+    # the signature spells `[Cc][Uu][Dd][Nn][Nn] [Ee]rror: CUDNN_STATUS_INTERNAL_ERROR`: either case opens it
+    ("  File \"/usr/lib/python3/site-packages/torch/nn/modules/rnn.py\", line 691, in forward\n"
+     "    result = _VF.lstm(input, hx, self._flat_weights, self.bias, self.num_layers,\n"
+     "RuntimeError: cuDNN error: CUDNN_STATUS_INTERNAL_ERRO", "cudnn-internal-error"),
+])
+def test_a_paste_cut_inside_a_message_is_diagnosed_as_its_entry(tmp_path: Path, paste: str, entry: str) -> None:
     path = tmp_path / "paste.log"
-    path.write_text("Map (num_proc=8):  41%|####      | 4100/10000 [12:00<17:15, 5.70 examples/s]\n"
-                    "[rank2]:[E1203 11:02:03.000000000 ProcessGroupNCCL.cpp:681] [Rank 2] Some NCCL operations "
-                    "have failed or timed out. Due to the asynch")
+    path.write_text(paste)
     report = diagnose([str(path)], jobs=1)
-    assert report.root_cause is not None and report.root_cause.id == "nccl-watchdog-timeout"
-
-
-def test_a_paste_cut_inside_a_message_spelled_in_either_case_is_named(tmp_path: Path) -> None:
-    """The signature spells `[Cc][Uu][Dd][Nn][Nn] [Ee]rror: CUDNN_STATUS_INTERNAL_ERROR`; the paste stops
-    one letter short of its end."""
-    path = tmp_path / "paste.log"
-    path.write_text("  File \"/usr/lib/python3/site-packages/torch/nn/modules/rnn.py\", line 691, in forward\n"
-                    "    result = _VF.lstm(input, hx, self._flat_weights, self.bias, self.num_layers,\n"
-                    "RuntimeError: cuDNN error: CUDNN_STATUS_INTERNAL_ERRO")
-    report = diagnose([str(path)], jobs=1)
-    assert report.root_cause is not None and report.root_cause.id == "cudnn-internal-error"
+    assert report.root_cause is not None and report.root_cause.id == entry
