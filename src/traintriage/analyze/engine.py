@@ -39,7 +39,7 @@ from traintriage.analyze.script_error import (
     divided_by_empty_data,
     raised_in_script,
 )
-from traintriage.analyze.second_opinion import alternatives, as_hints, second_opinion
+from traintriage.analyze.second_opinion import ALTERNATIVES, alternatives, as_hints, second_opinion
 from traintriage.analyze.timing import NO_PROGRESS, hang_finding, is_crash
 from traintriage.kb.loader import KnowledgeBase
 from traintriage.kb.schema import Entry, Nature, Role
@@ -236,7 +236,7 @@ def analyze(
         # called`), but after only the first of those a cut traceback's last frame suggests.
         ranked = _with_hints(ranked, hints, lead=1 if cut else len(ranked))
 
-    if root is not None and opinion is None:
+    if root is not None and opinion is None and len(ranked) < ALTERNATIVES:
         ranked = ranked + alternatives(root.roots + salient_lines(observations, scanner, excused), ranked, kb, scanner)
 
     signalled = [o for o in _internal(observations, scanner, Internal.fatal_signal)
