@@ -72,3 +72,31 @@ def test_pytorch_tensor_names_in_horovods_missing_ranks() -> None:
              _observation("[1,0]<stderr>:1: [allreduce.module.fc.weight, allreduce.module.fc.bias]")]
     suspect = named_faulty_rank(lines)
     assert suspect is not None and suspect.rank == 1
+
+
+def test_the_one_rank_a_distributed_checkpoint_reports_failed_is_the_suspect() -> None:
+    lines = [_observation(f"[rank{r}]: torch.distributed.checkpoint.api.CheckpointException: "
+                          "CheckpointException ranks:dict_keys([2])") for r in range(4)]
+    suspect = named_faulty_rank(lines)
+    assert suspect is not None and suspect.rank == 2 and suspect.named_by_peers
+    several = [_observation("CheckpointException ranks:dict_keys([0, 3])")]
+    assert named_faulty_rank(several) is None
+
+
+def test_every_rank_raising_a_checkpoint_error_still_names_the_rank_that_failed_to_write() -> None:
+    """DCP raises the gathered exception on every rank, so all fail alike; its rank list says whose write failed."""
+    from traintriage.pipeline import diagnose_bytes
+
+    blocks = []
+    for rank in range(4):
+        blocks.append(
+            f"[rank{rank}]: Traceback (most recent call last):\n"
+            f'[rank{rank}]:   File "/job/train.py", line 88, in main\n'
+            f"[rank{rank}]:     dcp.save(state, checkpoint_id=out)\n"
+            f"[rank{rank}]: torch.distributed.checkpoint.api.CheckpointException: CheckpointException ranks:dict_keys([2])\n"
+            f"[rank{rank}]: Traceback (most recent call last): (RANK 2)\n"
+            f'[rank{rank}]:   File "/venv/torch/distributed/checkpoint/filesystem.py", line 301, in _write_files\n'
+            f"[rank{rank}]: PermissionError: [Errno 13] Permission denied: '/ckpt/step_100/__2_0.distcp'\n")
+    diagnosis = diagnose_bytes([("console.log", "".join(blocks).encode())])
+    assert diagnosis.root_cause is not None and diagnosis.root_cause.id == "permission-denied"
+    assert diagnosis.initiating_rank == 2

@@ -27,6 +27,9 @@ _FAILED_BARRIER = re.compile(r"Ranks? (\d{1,7}(?:, ?\d{1,7})*),? failed to pass 
 # `This may indicate a possible application crash on rank 0 or a network set up issue.`
 _FAULTY = re.compile(r"(?:check rank (\d+) logs for faulty rank|waiting for send/recv from rank (\d+)|"
                      r"Culprit rank (\d+); Error type|possible application crash on rank (\d+))")
+# torch.distributed.checkpoint gathers every rank's exception and raises them on all ranks as one
+# `CheckpointException ranks:dict_keys([3])` (checkpoint/api.py): the keys are the ranks that failed.
+_DCP_FAILED = re.compile(r"CheckpointException ranks:dict_keys\(\[(\d{1,7}(?:, \d{1,7})*)\]\)")
 # TORCH_DISTRIBUTED_DEBUG=DETAIL's check of each collective: every rank that compares itself with one that
 # disagrees prints `Detected mismatch between collectives on ranks. Rank A is running collective: <fingerprint>,
 # but Rank B is running collective: <fingerprint>` (ProcessGroupWrapper.cpp).
@@ -80,12 +83,18 @@ def barrier_missing_ranks(faulty: list[Observation]) -> set[int]:
 def named_faulty_rank(faulty: list[Observation]) -> SuspectRank | None:
     """A rank named as faulty: monitored_barrier's coordinator names the ranks that never
     arrived (`Ranks 1, 3 failed to pass monitoredBarrier`), which outranks the peers' pointer
-    to the coordinator (`Please check rank 0 logs for faulty rank`)."""
+    to the coordinator (`Please check rank 0 logs for faulty rank`); a distributed checkpoint
+    names the one rank whose save or load failed."""
     for observation in faulty:
         match = _FAILED_BARRIER.search(observation.hit.text)
         if match:
             first = int(re.findall(r"\d+", match.group(1))[0])
             return SuspectRank(first, None, f"failed to pass monitored_barrier ({match.group(0).strip()})", True)
+    failed_saves = {int(rank) for o in faulty for m in _DCP_FAILED.finditer(o.hit.text)
+                    for rank in m.group(1).split(",")}
+    if len(failed_saves) == 1:
+        rank = failed_saves.pop()
+        return SuspectRank(rank, None, "the only rank torch.distributed.checkpoint reports as failed", True)
     named: dict[int, int] = defaultdict(int)
     for observation in faulty:
         match = _FAULTY.search(observation.hit.text)
