@@ -446,6 +446,8 @@ def _curve_findings(
     findings: list[curves.CurveFinding | None] = [nonfinite]
     if nonfinite is not None and not curves.recovered_after(points, nonfinite):
         _add_finding(candidates, "loss-nan", 0.8, _observation_at(observations, nonfinite.point, names), nonfinite.detail)
+    elif nonfinite is not None and "loss-nan" in candidates and _trained_past(candidates["loss-nan"], points):
+        del candidates["loss-nan"]
     findings.extend(curves.spikes(points))
     findings.extend(curves.grad_norm_explosions(points))
     findings.extend(curves.throughput_drops(points))
@@ -455,6 +457,19 @@ def _curve_findings(
         _add_finding(candidates, "loss-spike-divergence", 0.6, _observation_at(observations, divergence.point, names),
                      divergence.detail)
     return findings
+
+
+def _trained_past(candidate: Candidate, points: list[MetricPoint]) -> bool:
+    """Every line a loss-nan signature matched (`loss=inf` in a progress bar, a logged skipped step) is
+    followed by finite losses on its curve to the end of the log: the trainer skipped the step and went
+    on, as dynamic loss scaling and skip-on-non-finite guards do."""
+    at = {(p.source, p.line): p for p in points}
+    for observation in candidate.roots:
+        point = at.get((observation.hit.source, observation.hit.line))
+        if point is None or not curves.recovered_after(points, curves.CurveFinding("loss-nan", point.rank, point.step,
+                                                                                   "", point)):
+            return False
+    return True
 
 
 def resolve(ranked: list[Candidate], kb: KnowledgeBase) -> tuple[Candidate | None, list[tuple[Candidate, str]]]:
