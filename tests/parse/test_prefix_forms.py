@@ -49,6 +49,10 @@ from traintriage.parse.prefix import failed_process_rank, parse_prefix, span_ran
         # an operator merging each node's agent output with a bracketed node tag, before torchrun's own prefixes
         ("[node1] [rank1]: RuntimeError: x", 1, "node1", "RuntimeError"),
         ("[gpu-node-07] [default0]:[rank8]: RuntimeError: x", 8, "gpu-node-07", "RuntimeError"),
+        # logging formats: `%(levelname)s [%(name)s]` with a per-rank logger, `[%(processName)s rank=N]`
+        ("2026-03-01 10:15:05,202 INFO [trainer.rank3] step 40 | loss 3.21", 3, None, "step 40"),
+        ("2026-03-01 10:22:44,703 WARNING [SpawnProcess-3 rank=2] trainer: non-finite grad norm", 2, None, "trainer:"),
+        ("[rank=4] RuntimeError: x", 4, None, "RuntimeError"),
     ],
 )
 def test_launcher_prefixes(line: str, rank: int, host: str | None, message_start: str) -> None:

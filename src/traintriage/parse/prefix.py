@@ -60,8 +60,9 @@ _TORCHRUN = re.compile(r"\[(?:default|worker|trainer)(\d{1,6})\]:\s?")
 # TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE="[${rank}]:" (torchrun's documented global-rank
 # template); never a bare `[0]:` line (torchrun's failure report numbers its entries so).
 _TEMPLATE_RANK = re.compile(r"\[(\d{1,6})\]:(?=\s?\S)\s?")
-# [rank3]: (PyTorch), [RANK 1] (loggers), [rank: 1] (Lightning's rank_prefixed_message)
-_RANK_TAG = re.compile(r"\[(?i:rank)(?:[ _-]|: )?(\d{1,6})\]:?\s?")
+# [rank3]: (PyTorch), [RANK 1] (loggers), [rank: 1] (Lightning's rank_prefixed_message), and a logging
+# format's process or logger name before it: [SpawnProcess-2 rank=1], [trainer.rank3]
+_RANK_TAG = re.compile(r"\[(?:[A-Za-z][\w-]{0,40}[ .])?(?i:rank)(?:[ _=-]|: )?(\d{1,6})\]:?\s?")
 # Open MPI: ORTE (4.x) `[1,3]<stderr>:`; PMIx/PRRTE (5.x) `[jobid,rank]<stream>: `, with
 # --output tag-fullname the whole namespace, with tag-detailed `[jobid,rank][host:pid]<stream>: `;
 # SageMaker's MPI runs `[1,mpirank:7,algo-1]<stderr>:` (rank, then the host).
@@ -98,6 +99,8 @@ _MASKED_HOST = re.compile(r"(<[A-Z][A-Z_]{1,15}(?:-\d{1,9})?>): ")  # a host or 
 _LINE_NUMBER = re.compile(r"\d{1,7}(?:\t|\s{1,8}(?=\[))")  # `   2 [rank0]: ...`, `12\t...`
 _BRACKET_NUMBER = re.compile(r"\[\d{1,7}\] (?=\S)")  # `[1743] ...`
 _LEVEL = re.compile(r"\[(?:DEBUG|INFO|WARN|WARNING|ERROR|CRITICAL|FATAL)\]:?\s?")
+# logging's `%(levelname)s` unbracketed, when a bracketed tag follows (`INFO [trainer.rank3] step 40 ...`)
+_BARE_LEVEL = re.compile(r"(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL) {1,8}(?=\[)")
 _QUOTE = re.compile(r"[|>] (?=\s{0,40}\S)")  # a log pasted as a quote (indented frames too) or inside a table
 # A host or IP address then ': ' (pdsh, DeepSpeed's multi-node runner). One class, one
 # bounded repeat: no backtracking over host-like tokens. It must hold a digit (`node7`,
@@ -344,6 +347,7 @@ _PEELERS: tuple[tuple[str, Callable[[str, _Peeled], int]], ...] = (
     (_DIGITS, _skip(_LINE_NUMBER)),
     ("[", _skip(_BRACKET_NUMBER)),
     ("[", _skip(_LEVEL)),
+    ("DIWECF", _skip(_BARE_LEVEL)),
     ("|>", _skip(_QUOTE)),
     ("[IWEF", _glog),
     ("[" + _DIGITS, _iso),
