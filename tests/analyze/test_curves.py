@@ -47,7 +47,7 @@ def test_grad_norm_explosion_and_throughput_drop() -> None:
 def test_single_amp_warmup_nan_recovers() -> None:
     series = _series([float("nan")] + [2.0] * 10)
     finding = curves.first_nonfinite(series)
-    assert finding is not None and curves.recovered_after(series, finding)
+    assert finding is not None and curves.recovered_after(series, finding.point)
 
 
 def test_median_matches_the_statistics_module() -> None:

@@ -91,10 +91,10 @@ def persistent_nonfinite_grad(points: list[MetricPoint]) -> CurveFinding | None:
     return None
 
 
-def recovered_after(points: list[MetricPoint], finding: CurveFinding) -> bool:
-    """A single non-finite value followed by finite losses on the same curve (AMP warm-up)."""
-    curve = curve_of(finding.point)
-    later = [p for p in points if curve_of(p) == curve and p.line > finding.point.line and p.loss is not None]
+def recovered_after(points: list[MetricPoint], point: MetricPoint) -> bool:
+    """A non-finite value followed by finite losses on the same curve to its end (AMP warm-up, a skipped step)."""
+    curve = curve_of(point)
+    later = [p for p in points if curve_of(p) == curve and p.line > point.line and p.loss is not None]
     return len(later) >= 3 and all(math.isfinite(p.loss or math.nan) for p in later[-3:])
 
 

@@ -444,7 +444,7 @@ def _curve_findings(
     """NaN onset and divergence become candidates when no crash explains the end."""
     nonfinite = curves.first_nonfinite(points) or curves.persistent_nonfinite_grad(points)
     findings: list[curves.CurveFinding | None] = [nonfinite]
-    if nonfinite is not None and not curves.recovered_after(points, nonfinite):
+    if nonfinite is not None and not curves.recovered_after(points, nonfinite.point):
         _add_finding(candidates, "loss-nan", 0.8, _observation_at(observations, nonfinite.point, names), nonfinite.detail)
     elif nonfinite is not None and "loss-nan" in candidates and _trained_past(candidates["loss-nan"], points):
         del candidates["loss-nan"]
@@ -466,8 +466,7 @@ def _trained_past(candidate: Candidate, points: list[MetricPoint]) -> bool:
     at = {(p.source, p.line): p for p in points}
     for observation in candidate.roots:
         point = at.get((observation.hit.source, observation.hit.line))
-        if point is None or not curves.recovered_after(points, curves.CurveFinding("loss-nan", point.rank, point.step,
-                                                                                   "", point)):
+        if point is None or not curves.recovered_after(points, point):
             return False
     return True
 
