@@ -104,3 +104,25 @@ def test_the_frame_comes_from_the_traceback_printed_after_a_library_only_one(tmp
     assert diagnosis.root_cause is not None and diagnosis.root_cause.user_frame is not None
     frame = diagnosis.root_cause.user_frame
     assert (frame.file.rsplit("/", 1)[-1], frame.line) == ("train.py", 64)  # the user's name is masked
+
+
+def test_a_worker_killed_by_a_signal_has_no_exception_even_under_the_launchers_traceback(tmp_path: Path) -> None:
+    """torchrun prints its own ChildFailedError traceback, then the failure report; the report's `exitcode`
+    line that names the signal ends no traceback, so the report shows no exception and no frame."""
+    lines = ["[default0]:step 40 loss 2.10", "[default1]:step 40 loss 2.11",
+             "Traceback (most recent call last):",
+             '  File "/opt/venv/bin/torchrun", line 8, in <module>', "    sys.exit(main())",
+             '  File "/opt/venv/lib/python3.11/site-packages/torch/distributed/run.py", line 1019, in run',
+             "    elastic_launch(",
+             "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: ",
+             "============================================================", "train.py FAILED",
+             "------------------------------------------------------------",
+             "Root Cause (first observed failure):", "[0]:", "  time      : 2026-03-01_10:22:02",
+             "  host      : node7", "  rank      : 1 (local_rank: 1)", "  exitcode  : -9 (pid: 19200)  (SIGKILL)",
+             "  error_file: <N/A>", "  traceback : Signal 9 (SIGKILL) received by PID 19200",
+             "============================================================"]
+    path = tmp_path / "console.log"
+    path.write_text("\n".join(lines) + "\n")
+    diagnosis = diagnose([str(path)])
+    assert diagnosis.root_cause is not None and diagnosis.root_cause.evidence[0].text.strip().startswith("exitcode")
+    assert diagnosis.root_cause.exception is None and diagnosis.root_cause.user_frame is None

@@ -49,7 +49,7 @@ from traintriage.match.scan import LineHit, SourceScan
 from traintriage.parse.environment import extract_environment
 from traintriage.parse.metrics import MetricPoint, parse_metric_line
 from traintriage.parse.prefix import parse_prefix
-from traintriage.parse.torchrun import FailureReport, parse_root_cause
+from traintriage.parse.torchrun import FailureReport, is_report_field, parse_root_cause
 from traintriage.parse.traceback import TRACEBACK_HEADER, Traceback
 
 THRESHOLD = 0.3
@@ -544,10 +544,12 @@ def _unexplained_initiator(suspects: list[SuspectRank], salient: list[Observatio
 
 
 def _root_traceback(root: Candidate | None) -> Traceback | None:
+    """The traceback the root's first line ends; none for a field of torchrun's failure report (`exitcode : -9`),
+    which follows the launcher's own ChildFailedError traceback but is no exception."""
     if root is None:
         return None
     first = root.first
-    if first is None or not first.hit.before:
+    if first is None or not first.hit.before or is_report_field(first.message):
         return None
     return traceback_before(first)
 

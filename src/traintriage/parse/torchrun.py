@@ -30,6 +30,11 @@ _TIME = re.compile(r"(\d{4})-(\d\d)-(\d\d)_(\d\d):(\d\d):(\d\d)")
 `strptime`, whose first call imports `_strptime` and `locale` (a twentieth of a small diagnosis)."""
 
 
+def is_report_field(message: str) -> bool:
+    """A `field : value` line of the report (`exitcode  : -9 (pid: 7)`), whatever precedes it."""
+    return _FIELD.match(_unmangled(message)) is not None
+
+
 @dataclass(frozen=True)
 class FailureReport:
     rank: int | None
