@@ -63,3 +63,27 @@ def test_a_rank_that_fails_after_another_rank_finished_failed(tmp_path: Path) ->
         "E0104 10:00:09.044000 2517 torch/distributed/elastic/multiprocessing/api.py:1002] failed (exitcode: 1) "
         "local_rank: 0 (pid: 25235) of binary: /usr/bin/python3"]
     assert _status(tmp_path, lines) != "no-failure"
+
+
+UNCAUGHT = ["Traceback (most recent call last):",
+            '  File "/srv/job/train.py", line 240, in <module>',
+            "    export(model, args.out)",
+            '  File "/srv/job/train.py", line 118, in export',
+            "    torch.jit.script(model)",
+            "RuntimeError: Expected a default value of type Tensor on parameter \"cache\"."]
+
+
+def test_an_uncaught_exception_after_training_finished_is_the_failure(tmp_path: Path) -> None:
+    """The script reported that training finished, then died exporting the model: the job failed."""
+    assert _status(tmp_path, STEPS + DONE + UNCAUGHT) != "no-failure"
+
+
+def test_a_threads_exception_after_training_finished_is_not(tmp_path: Path) -> None:
+    thread = ["Exception in thread Thread-3 (upload_metrics):", *UNCAUGHT]
+    assert _status(tmp_path, STEPS + DONE + thread) == "no-failure"
+
+
+def test_a_logged_exception_after_training_finished_is_not(tmp_path: Path) -> None:
+    logged = ["2026-01-04 10:00:08,100 ERROR [export] TorchScript export failed, keeping the eager checkpoint",
+              *UNCAUGHT]
+    assert _status(tmp_path, STEPS + DONE + logged) == "no-failure"

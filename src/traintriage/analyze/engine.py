@@ -26,6 +26,7 @@ from traintriage.analyze.salient import (
     excused_orders,
     failure_evidence,
     finished_after,
+    logged_with_traceback,
     position,
     reports_at_the_end,
     salient_lines,
@@ -48,9 +49,8 @@ from traintriage.match.internal import Internal
 from traintriage.match.scan import LineHit, SourceScan
 from traintriage.parse.environment import extract_environment
 from traintriage.parse.metrics import MetricPoint, parse_metric_line
-from traintriage.parse.prefix import parse_prefix
 from traintriage.parse.torchrun import FailureReport, is_report_field, parse_root_cause
-from traintriage.parse.traceback import TRACEBACK_HEADER, Traceback
+from traintriage.parse.traceback import Traceback
 
 THRESHOLD = 0.3
 DESYNC = "collective-mismatch"
@@ -324,7 +324,7 @@ def _drop_recovered(candidates: dict[str, Candidate], kb: KnowledgeBase, points:
     from, a class whose every line is an exception a logger printed with its traceback (`logger.exception`,
     `exc_info=True`: the program caught it) and is followed by training progress of the same rank is
     not what stopped the run."""
-    _drop_if_every_line(candidates, kb, lambda o: _logged_with_traceback(o) and _progress_after(o, points))
+    _drop_if_every_line(candidates, kb, lambda o: logged_with_traceback(o) and _progress_after(o, points))
 
 
 def _drop_if_every_line(candidates: dict[str, Candidate], kb: KnowledgeBase,
@@ -362,27 +362,8 @@ def _drop_completed(candidates: dict[str, Candidate], kb: KnowledgeBase, points:
     with its traceback by a logger, and then by the run's own report that training finished did not
     stop the run (a probe that failed and was worked around, an error a library or the script caught)."""
     if completions:
-        _drop_if_every_line(candidates, kb, lambda o: (_progress_after(o, points) or _logged_with_traceback(o)) and any(
+        _drop_if_every_line(candidates, kb, lambda o: (_progress_after(o, points) or logged_with_traceback(o)) and any(
             finished_after(o, c) for c in completions))
-
-
-# A log record's level, on the line just above a traceback's header: the logger printed the exception.
-_LOG_RECORD = re.compile(r"(?:^|[\s|\[])(?:ERROR|WARNING|WARN|CRITICAL|EXCEPTION)(?:[\s|\]:]|$)")
-
-
-_CHAINED = ("During handling of the above exception", "The above exception was the direct cause")
-
-
-def _logged_with_traceback(observation: Observation) -> bool:
-    """The log record above the traceback; for a chain of tracebacks, above the first of them."""
-    before = observation.hit.before
-    for header in reversed([i for i, text in enumerate(before) if TRACEBACK_HEADER in text]):
-        above = next((text for text in reversed(before[:header]) if parse_prefix(text).message.strip()), None)
-        if above is None:
-            return False
-        if not any(chained in above for chained in _CHAINED):
-            return _LOG_RECORD.search(above[:300]) is not None
-    return False
 
 
 def _progress_after(observation: Observation, points: list[MetricPoint]) -> bool:

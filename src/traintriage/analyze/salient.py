@@ -117,6 +117,34 @@ def _report_anchors(observations: list[Observation], scanner: Scanner) -> list[t
 _ABORTED = re.compile(r"terminate called after throwing an instance of|^Fatal Python error: |Segmentation fault")
 
 
+# A log record's level, on the line just above a traceback's header: the logger printed the exception.
+_LOG_RECORD = re.compile(r"(?:^|[\s|\[])(?:ERROR|WARNING|WARN|CRITICAL|EXCEPTION)(?:[\s|\]:]|$)")
+# Python's own headers of a traceback that did not end the process: a thread's, an exit handler's.
+_SURVIVED = re.compile(r"^(?:Exception in thread |Error in atexit\._run_exitfuncs|Exception ignored in)")
+_CHAINED = ("During handling of the above exception", "The above exception was the direct cause")
+
+
+def logged_with_traceback(observation: Observation) -> bool:
+    """The log record above the traceback; for a chain of tracebacks, above the first of them."""
+    before = observation.hit.before
+    for header in reversed([i for i, text in enumerate(before) if TRACEBACK_HEADER in text]):
+        above = next((text for text in reversed(before[:header]) if parse_prefix(text).message.strip()), None)
+        if above is None:
+            return False
+        if not any(chained in above for chained in _CHAINED):
+            return _LOG_RECORD.search(above[:300]) is not None
+    return False
+
+
+def _uncaught(observation: Observation, raised: set[int]) -> bool:
+    """An exception that ends a traceback Python printed because nothing caught it: the process died there,
+    also after it had reported that training finished (in its evaluation, export or final save)."""
+    before = observation.hit.before
+    return (observation.order in raised and any(TRACEBACK_HEADER in text for text in before)
+            and not logged_with_traceback(observation)
+            and not any(_SURVIVED.match(parse_prefix(text).message) for text in before))
+
+
 def failure_evidence(
     observations: list[Observation], scanner: Scanner, points: list[MetricPoint], excused: set[int],
     completed: list[Observation],
@@ -131,8 +159,9 @@ def failure_evidence(
     if completed:
         first_done = min(completed, key=position)
         unfinished = _never_finished(evidence, completed, exits, first_done)
+        raised = {o.order for o in internal_lines(observations, scanner, Internal.exception)}
         evidence = [o for o in evidence if position(o) < position(first_done) or _ABORTED.search(o.hit.text)
-                    or o.rank in unfinished]
+                    or o.rank in unfinished or _uncaught(o, raised)]
         evidence = [o for o in evidence if not any(finished_after(o, done) for done in completed)]
     last_progress: dict[int, int] = {}
     for point in points:
@@ -143,8 +172,9 @@ def failure_evidence(
 
 def _never_finished(evidence: list[Observation], completed: list[Observation], exits: list[Observation],
                     first_done: Observation) -> set[int]:
-    """After the first report that training finished, only a crash counts, or, when a launcher then reported
-    a non-zero exit, the error of a rank that never reported finishing (every report names its rank)."""
+    """After the first report that training finished, only a crash or an uncaught exception counts, or, when a
+    launcher then reported a non-zero exit, the error of a rank that never reported finishing (every report names
+    its rank)."""
     if any(done.rank is None for done in completed) or not any(position(e) > position(first_done) for e in exits):
         return set()
     return {o.rank for o in evidence if o.rank is not None} - {done.rank for done in completed}
