@@ -608,3 +608,16 @@ def test_a_failure_after_a_logged_and_recovered_exception_still_counts(tmp_path:
     diagnosis = diagnose([str(path)])
     assert diagnosis.status is Status.failure
     assert diagnosis.root_cause is not None and diagnosis.root_cause.id == "cuda-illegal-memory-access"
+
+
+def test_an_uncaught_stop_iteration_is_the_salient_line_not_a_code_line_that_names_it(tmp_path: Path) -> None:
+    """StopIteration is named without `Error`: the bare line that ends the traceback is the exception."""
+    path = tmp_path / "train.log"
+    path.write_text("\n".join(["[rank1]: Traceback (most recent call last):",
+                                '[rank1]:   File "/opt/venv/lib/python3.11/site-packages/torch/utils/data/sampler.py", '
+                                "line 77, in _next_index",
+                                "[rank1]:     return next(self._sampler_iter)  # may raise StopIteration",
+                                "[rank1]: StopIteration"]) + "\n")
+    diagnosis = diagnose([str(path)])
+    assert diagnosis.status is Status.unknown_failure
+    assert [line.text for line in diagnosis.unknown] == ["[rank1]: StopIteration"]

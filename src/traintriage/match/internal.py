@@ -70,6 +70,9 @@ INTERNAL_PATTERNS: tuple[InternalPattern, ...] = (
         # Ray wraps the cause's class: `ray.exceptions.RayTaskError(OutOfMemoryError): ray::...`
         r"(?:\([A-Za-z_][\w.]{0,80}\))?"
         r"(?::\s|:$|$| \(see above for traceback\): )|"  # the last form: TensorFlow 1.x
+        # the builtin exception named otherwise, alone at the start of the message as a traceback ends: an iterator
+        # exhausted where nothing caught it (not a frame's code line that mentions it)
+        r"(?:^|\]:? ?)Stop(?:Async)?Iteration(?::\s|\s*$)|"
         # a class whose name says nothing, from a package's errors module, at the start of the line as a
         # traceback ends (`filelock._core._errors.Timeout: ...`, `triton.runtime.errors.OutOfResources: ...`,
         # `torch._dynamo.exc.Unsupported: ...`); the module's name is the literal the scan looks for first.
