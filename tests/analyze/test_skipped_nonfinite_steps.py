@@ -33,3 +33,23 @@ def test_a_non_finite_loss_that_stays_is_loss_nan(tmp_path: Path) -> None:
 def test_a_non_finite_loss_at_the_end_of_the_log_is_loss_nan(tmp_path: Path) -> None:
     diagnosis = _diagnose(tmp_path, BEFORE + SKIPPED)
     assert diagnosis.root_cause is not None and diagnosis.root_cause.id == "loss-nan"
+
+
+def test_a_rank_that_only_logs_its_skipped_non_finite_steps_is_no_failure(tmp_path: Path) -> None:
+    """Data parallelism: rank 1 logs only its guard's warnings (its local loss was NaN, the step was skipped);
+    rank 0 logs finite losses to the end. Rank 1's own curve cannot show the recovery, the run's does."""
+    lines = []
+    for step in range(12):
+        lines.append(f"[default0]:INFO:trainer:step {step:4d} | loss {1.4 - 0.02 * step:.4f} | lr 0.05")
+        if step % 4 == 3:
+            lines.append(f"[default1]:WARNING:trainer:step {step}: non-finite loss detected (local loss nan on rank 1), "
+                         "skipping optimizer step")
+    assert _diagnose(tmp_path, lines).status.value == "no-failure"
+
+
+def test_non_finite_losses_on_every_rank_are_loss_nan_even_when_skipped(tmp_path: Path) -> None:
+    lines = [f"[default{rank}]:WARNING:trainer:step {step}: non-finite loss detected (local loss nan on rank {rank}), "
+             "skipping optimizer step" for step in range(3, 12) for rank in (0, 1)]
+    lines = [f"[default0]:INFO:trainer:step {step:4d} | loss {1.4 - 0.02 * step:.4f}" for step in range(3)] + lines
+    diagnosis = _diagnose(tmp_path, lines)
+    assert diagnosis.root_cause is not None and diagnosis.root_cause.id == "loss-nan"

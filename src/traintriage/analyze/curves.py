@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import operator
+import re
 from bisect import bisect_left, insort
 from collections import defaultdict
 from dataclasses import dataclass
@@ -96,6 +97,26 @@ def recovered_after(points: list[MetricPoint], point: MetricPoint) -> bool:
     curve = curve_of(point)
     later = [p for p in points if curve_of(p) == curve and p.line > point.line and p.loss is not None]
     return len(later) >= 3 and all(math.isfinite(p.loss or math.nan) for p in later[-3:])
+
+
+_SKIPPED = re.compile(r"(?i)\bskip(?:ping|ped)\b")
+
+
+def skipped_by_guard(points: list[MetricPoint], point: MetricPoint) -> bool:
+    """A non-finite loss on a line that says the step was skipped (a trainer's guard, dynamic loss scaling), while
+    the other loss lines of its log stay finite to the end: on data parallelism the rank that met it may log
+    nothing else, so its own curve cannot show the recovery."""
+    if not _SKIPPED.search(point.text):
+        return False
+    later = [p for p in points if p.loss is not None and not _SKIPPED.search(p.text) and _after(p, point)]
+    return len(later) >= 3 and all(math.isfinite(p.loss or math.nan) for p in later[-3:])
+
+
+def _after(point: MetricPoint, than: MetricPoint) -> bool:
+    """Later in the same log, or, in another rank's own log, later by the clock."""
+    if point.source == than.source:
+        return point.line > than.line
+    return point.time is not None and than.time is not None and point.time > than.time
 
 
 def spikes(points: list[MetricPoint]) -> list[CurveFinding]:

@@ -425,7 +425,8 @@ def _curve_findings(
     """NaN onset and divergence become candidates when no crash explains the end."""
     nonfinite = curves.first_nonfinite(points) or curves.persistent_nonfinite_grad(points)
     findings: list[curves.CurveFinding | None] = [nonfinite]
-    if nonfinite is not None and not curves.recovered_after(points, nonfinite.point):
+    if nonfinite is not None and not curves.recovered_after(points, nonfinite.point) \
+            and not curves.skipped_by_guard(points, nonfinite.point):
         _add_finding(candidates, "loss-nan", 0.8, _observation_at(observations, nonfinite.point, names), nonfinite.detail)
     elif nonfinite is not None and "loss-nan" in candidates and _trained_past(candidates["loss-nan"], points):
         del candidates["loss-nan"]
