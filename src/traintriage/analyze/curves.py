@@ -95,8 +95,7 @@ def persistent_nonfinite_grad(points: list[MetricPoint]) -> CurveFinding | None:
 def recovered_after(points: list[MetricPoint], point: MetricPoint) -> bool:
     """A non-finite value followed by finite losses on the same curve to its end (AMP warm-up, a skipped step)."""
     curve = curve_of(point)
-    later = [p for p in points if curve_of(p) == curve and p.line > point.line and p.loss is not None]
-    return len(later) >= 3 and all(math.isfinite(p.loss or math.nan) for p in later[-3:])
+    return _ends_finite([p for p in points if curve_of(p) == curve and p.line > point.line and p.loss is not None])
 
 
 _SKIPPED = re.compile(r"(?i)\bskip(?:ping|ped)\b")
@@ -108,7 +107,11 @@ def skipped_by_guard(points: list[MetricPoint], point: MetricPoint) -> bool:
     nothing else, so its own curve cannot show the recovery."""
     if not _SKIPPED.search(point.text):
         return False
-    later = [p for p in points if p.loss is not None and not _SKIPPED.search(p.text) and _after(p, point)]
+    return _ends_finite([p for p in points if p.loss is not None and not _SKIPPED.search(p.text) and _after(p, point)])
+
+
+def _ends_finite(later: list[MetricPoint]) -> bool:
+    """Three losses at least after the non-finite one, the last three finite: the run trained on."""
     return len(later) >= 3 and all(math.isfinite(p.loss or math.nan) for p in later[-3:])
 
 
