@@ -88,6 +88,14 @@ FAILED = {
         "INFO:tensorflow:Error reported to Coordinator: <class 'tensorflow.python.framework.errors_impl."
         "InvalidArgumentError'>, Input to reshape is a tensor with 0 values, but the requested shape has 4",
     ],
+    "tensorflow's summary of a failed step's grouped errors, logged by an estimator without its exception line": [
+        "I0917 04:12:55.120411 140311 basic_session_run_hooks.py:260] loss = 1.2731, step = 4800 (41.2 sec)",
+        "E0917 04:13:31.998102 140311 error_handling.py:75] Error recorded from training_loop: From /job:worker:",
+        "2 root error(s) found.",
+        "  (0) Unavailable: Socket closed",
+        "  (1) Unavailable: Socket closed",
+        "0 successful operations.",
+    ],
     "a notebook kernel died and jupyter restarts it": [
         "May 2, 2021, 3:11:09 PM | INFO | KernelRestarter: restarting kernel (1/5), keep random ports",
         "May 2, 2021, 3:11:09 PM | WARNING | WARNING:root:kernel 7f0c2d1e restarted",

@@ -72,3 +72,25 @@ def test_a_peer_killed_by_a_signal_no_class_names_outranks_the_victims_class(tmp
     assert diagnosis.root_cause is None or diagnosis.root_cause.id != "gloo-connection-closed"
     assert diagnosis.initiating_rank == 1
 
+
+
+def _unprefixed(lines: list[str]) -> list[str]:
+    """The lines as a formatter prints them that names the rank only on its own header line."""
+    return [line.split(": ", 1)[1] if line.startswith("[rank") else line for line in lines]
+
+
+def test_without_rank_tags_an_unexplained_exception_printed_before_the_victim_started_it(tmp_path: Path) -> None:
+    path = tmp_path / "train.log"
+    path.write_text("\n".join(["2026-12-06 12:30:06.780 | ERROR | rank=0 | train:run:131 - rank 0 failed"]
+                              + _unprefixed(RAISER)
+                              + ["2026-12-06 12:30:07.837 | ERROR | rank=1 | train:run:131 - rank 1 failed"]
+                              + _unprefixed(_victim(1))) + "\n")
+    diagnosis = diagnose([str(path)])
+    assert diagnosis.root_cause is None or diagnosis.root_cause.id != "gloo-connection-closed"
+
+
+def test_without_rank_tags_an_exception_after_the_victims_report_does_not_displace_it(tmp_path: Path) -> None:
+    path = tmp_path / "train.log"
+    path.write_text("\n".join(_unprefixed(_victim(1)) + _unprefixed(RAISER)) + "\n")
+    diagnosis = diagnose([str(path)])
+    assert diagnosis.root_cause is not None and diagnosis.root_cause.id == "gloo-connection-closed"

@@ -550,11 +550,31 @@ def _confidence(rivals: list[Candidate], ranked: list[Candidate]) -> dict[str, f
 
 def _peer_raised(root: Candidate, ranked: list[Candidate], observations: list[Observation], scanner: Scanner,
                  excused: set[int]) -> bool:
-    """A rank that is none of the victims' raised an exception no candidate matched."""
+    """A rank that is none of the victims' raised an exception no candidate matched; when the victims'
+    lines name no rank (a formatter that prints it only on the header of its traceback), an exception
+    no candidate matched printed in the same file before the first of them (for the classes of ranks that
+    waited on a peer: a lost connection or a collective timeout)."""
     victims = {o.rank for o in root.roots}
-    if not victims or None in victims:
+    if not victims:
         return False
+    if None in victims:
+        return root.entry_id in _WAITING_CLASSES and _raised_before(min(root.roots, key=lambda o: o.hit.line), ranked, observations, scanner, excused)
     return _raised_on(lambda rank: rank not in victims, ranked, observations, scanner, excused)
+
+
+def _raised_before(first: Observation, ranked: list[Candidate], observations: list[Observation], scanner: Scanner,
+                   excused: set[int]) -> bool:
+    """An exception no class's signature matched (the catch-all for script errors is none, nor is a
+    launcher's wrapper of a child's error), earlier in the victim's file than its first report."""
+    matched = {o.order for c in ranked for o in c.roots + c.supporting}
+    return any(o.hit.source == first.hit.source and o.hit.line < first.hit.line and o.order not in matched
+               and o.order not in excused and not _WRAPPER_RAISE.search(o.hit.text)
+               and all(scanner.table[p].kind is not PatternKind.signature or scanner.table[p].entry_id == USER_CODE
+                       for p in o.hit.patterns)
+               for o in _internal(observations, scanner, Internal.exception))
+
+
+_WRAPPER_RAISE = re.compile(r"ProcessRaisedException|ProcessExitedException|ChildFailedError")
 
 
 def _barrier_missed_a_crash(
