@@ -66,16 +66,18 @@ def position(observation: Observation) -> tuple[int, int]:
 
 
 def after_an_anchor(anchors: list[Observation], within: int) -> Callable[[Observation], bool]:
-    """Whether an observation comes at most `within` lines after (or on) one of the anchors: a
-    binary search in each source's sorted anchor lines, since a log can hold a million of both."""
-    lines: dict[int, list[int]] = defaultdict(list)
+    """Whether an observation comes at most `within` lines after (or on) one of the anchors printed by the
+    same process (the same rank tag, or none on both: one report carries one prefix, and another rank's
+    traceback printed right after it is that rank's own): a binary search in each source's sorted anchor
+    lines, since a log can hold a million of both."""
+    lines: dict[tuple[int, int | None], list[int]] = defaultdict(list)
     for anchor in anchors:
-        lines[anchor.hit.source].append(anchor.hit.line)
+        lines[anchor.hit.source, anchor.rank].append(anchor.hit.line)
     for source_lines in lines.values():
         source_lines.sort()
 
     def follows(observation: Observation) -> bool:
-        source_lines = lines.get(observation.hit.source)
+        source_lines = lines.get((observation.hit.source, observation.rank))
         if not source_lines:
             return False
         before = bisect_right(source_lines, observation.hit.line)
@@ -141,8 +143,17 @@ def _uncaught(observation: Observation, raised: set[int]) -> bool:
     also after it had reported that training finished (in its evaluation, export or final save)."""
     before = observation.hit.before
     return (observation.order in raised and any(TRACEBACK_HEADER in text for text in before)
-            and not logged_with_traceback(observation)
-            and not any(_SURVIVED.match(parse_prefix(text).message) for text in before))
+            and not logged_with_traceback(observation) and not _survived_header(before))
+
+
+def _survived_header(before: list[str]) -> bool:
+    """Python's own header of a traceback that did not end the process, right above this traceback's first
+    header (not above another process's traceback further up in the context)."""
+    for header in reversed([i for i, text in enumerate(before) if TRACEBACK_HEADER in text]):
+        above = next((text for text in reversed(before[:header]) if parse_prefix(text).message.strip()), "")
+        if not any(chained in above for chained in _CHAINED):
+            return _SURVIVED.match(parse_prefix(above).message) is not None
+    return False
 
 
 def failure_evidence(

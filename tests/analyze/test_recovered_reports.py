@@ -1,0 +1,68 @@
+"""Exceptions a run went on from (a report Python printed as `Exception ignored in`, a torch.compile error
+torch logged as a warning before running the frame eagerly) do not hide the failure that ended the run,
+and the report of one process does not swallow another rank's traceback printed right after it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from traintriage.pipeline import diagnose
+
+PROGRESS = [f"[rank0] step {step}/40 loss={2.0 - step / 40:.4f} grad_norm=0.41" for step in range(1, 41)]
+
+IGNORED_AT_EXIT_OF_RANK_1 = [
+    "[rank1] training finished: reason=max_steps step=40",
+    "Exception ignored in: <function MetricsWriter.__del__ at 0x7f3a2c1d5e40>",
+    "Traceback (most recent call last):",
+    '  File "/srv/job/train.py", line 202, in __del__',
+    "    self.f.write(json.dumps(event))",
+    "ValueError: I/O operation on closed file.",
+    "[rank0] training finished: reason=max_steps step=40",
+]
+
+RELOAD_FAILS_ON_RANK_0 = [
+    "[rank0]: Traceback (most recent call last):",
+    '[rank0]:   File "/srv/job/train.py", line 417, in main',
+    '[rank0]:     model.load_state_dict(ckpt["model"])',
+    '[rank0]:   File "/opt/venv/lib/python3.11/site-packages/torch/nn/modules/module.py", line 2638, in load_state_dict',
+    "[rank0]:     raise RuntimeError(",
+    "[rank0]: RuntimeError: Error(s) in loading state_dict for TinyLM:",
+    '[rank0]: \tMissing key(s) in state_dict: "emb.weight", "head.weight". ',
+    '[rank0]: \tUnexpected key(s) in state_dict: "_orig_mod.emb.weight", "_orig_mod.head.weight". ',
+]
+
+
+def test_another_process_s_ignored_exception_does_not_excuse_a_rank_s_uncaught_one(tmp_path: Path) -> None:
+    path = tmp_path / "train.log"
+    path.write_text("\n".join(PROGRESS + IGNORED_AT_EXIT_OF_RANK_1 + RELOAD_FAILS_ON_RANK_0) + "\n")
+    diagnosis = diagnose([str(path)])
+    assert diagnosis.root_cause is not None and diagnosis.root_cause.id == "state-dict-mismatch"
+
+
+def _logged_compile_error(rank: int) -> list[str]:
+    """torch's logger prints Dynamo's fallback to eager as one warning record, every line prefixed."""
+    head = f"[rank{rank}]:W1206 12:39:34.248000 13{rank} torch/_dynamo/convert_frame.py:2415] "
+    return [head + line for line in (
+        "WON'T CONVERT forward /srv/job/model.py line 185 ",
+        "Traceback (most recent call last):",
+        '  File "/opt/venv/lib/python3.11/site-packages/torch/_inductor/cpp_builder.py", line 120, in check_compiler',
+        "    raise exc.InvalidCxxCompiler",
+        "torch._inductor.exc.InductorError: InvalidCxxCompiler: No working C++ compiler found in "
+        "torch._inductor.config.cpp.cxx: (None, 'g++')",
+    )]
+
+
+def test_a_compile_error_logged_as_a_warning_before_training_went_on_is_not_the_failure(tmp_path: Path) -> None:
+    path = tmp_path / "train.log"
+    warnings = _logged_compile_error(1) + _logged_compile_error(1) + _logged_compile_error(0) + _logged_compile_error(0)
+    path.write_text("\n".join(warnings + PROGRESS + RELOAD_FAILS_ON_RANK_0) + "\n")
+    diagnosis = diagnose([str(path)])
+    assert diagnosis.root_cause is not None and diagnosis.root_cause.id == "state-dict-mismatch"
+
+
+def test_the_same_compile_error_raised_is_still_the_failure(tmp_path: Path) -> None:
+    raised = [line.split("] ", 1)[1] for line in _logged_compile_error(0)[1:]]
+    path = tmp_path / "train.log"
+    path.write_text("\n".join(PROGRESS[:3] + raised) + "\n")
+    diagnosis = diagnose([str(path)])
+    assert diagnosis.root_cause is not None and diagnosis.root_cause.id == "inductor-cxx-compiler-error"
