@@ -66,3 +66,22 @@ def test_the_same_compile_error_raised_is_still_the_failure(tmp_path: Path) -> N
     path.write_text("\n".join(PROGRESS[:3] + raised) + "\n")
     diagnosis = diagnose([str(path)])
     assert diagnosis.root_cause is not None and diagnosis.root_cause.id == "inductor-cxx-compiler-error"
+
+
+def test_a_rank_s_raised_nan_is_no_recovered_step_when_its_stdout_file_ends_with_finite_losses(tmp_path: Path) -> None:
+    """torchrun's per-rank folder: the losses go to stdout.log, the exception to stderr.log; line numbers of
+    two files say nothing about which came first."""
+    for rank in (0, 1):
+        folder = tmp_path / "attempt_0" / str(rank)
+        folder.mkdir(parents=True)
+        (folder / "stdout.log").write_text("\n".join(
+            f"[rank{rank}] step {step:3d} | loss {1.9 - step / 20:.4f} | lr 1.00e-03" for step in range(1, 9)) + "\n")
+        (folder / "stderr.log").write_text("" if rank == 0 else "\n".join([
+            "[rank1]: Traceback (most recent call last):",
+            '[rank1]:   File "/srv/job/train.py", line 173, in <module>',
+            '[rank1]:     raise FloatingPointError(f"Non-finite loss {loss.item()} at step {step} on rank {rank}")',
+            "[rank1]: FloatingPointError: Non-finite loss nan at step 9 on rank 1",
+        ]) + "\n")
+    diagnosis = diagnose([str(tmp_path)])
+    assert diagnosis.root_cause is not None and diagnosis.root_cause.id == "loss-nan"
+    assert diagnosis.initiating_rank == 1

@@ -93,9 +93,10 @@ def persistent_nonfinite_grad(points: list[MetricPoint]) -> CurveFinding | None:
 
 
 def recovered_after(points: list[MetricPoint], point: MetricPoint) -> bool:
-    """A non-finite value followed by finite losses on the same curve to its end (AMP warm-up, a skipped step)."""
+    """A non-finite value followed by finite losses on the same curve to its end (AMP warm-up, a skipped step);
+    a rank's curve may span its stdout and stderr files, where only the clock orders lines."""
     curve = curve_of(point)
-    return _ends_finite([p for p in points if curve_of(p) == curve and p.line > point.line and p.loss is not None])
+    return _ends_finite([p for p in points if curve_of(p) == curve and _after(p, point) and p.loss is not None])
 
 
 _SKIPPED = re.compile(r"(?i)\bskip(?:ping|ped)\b")
