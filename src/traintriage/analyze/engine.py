@@ -63,6 +63,8 @@ torchrun's report gives exit codes; `_COLLATERAL_SIGNAL` matches the same signal
 _WAITING_CLASSES = ("gloo-connection-closed", "gloo-collective-timeout")
 _VICTIM_CLASSES = (*_WAITING_CLASSES, "nccl-watchdog-timeout")
 """The classes of ranks that only waited for a peer: lost connections and collective timeouts."""
+_WRAPPER_RAISE = re.compile(r"ProcessRaisedException|ProcessExitedException|ChildFailedError")
+"""A launcher's exception that wraps a child's error (torch.multiprocessing.spawn's, torchrun's)."""
 LAUNCHER_WRAPPERS = frozenset({"elastic-child-failed", "slurm-srun-task-exited", "mpi-job-aborted"})
 """Launchers that report a worker's failure; the worker prints its own error (a serving engine's
 or a pod's wrapper lines are themselves what it reports)."""
@@ -558,7 +560,8 @@ def _peer_raised(root: Candidate, ranked: list[Candidate], observations: list[Ob
     if not victims:
         return False
     if None in victims:
-        return root.entry_id in _WAITING_CLASSES and _raised_before(min(root.roots, key=lambda o: o.hit.line), ranked, observations, scanner, excused)
+        first = min(root.roots, key=lambda o: o.hit.line)
+        return root.entry_id in _WAITING_CLASSES and _raised_before(first, ranked, observations, scanner, excused)
     return _raised_on(lambda rank: rank not in victims, ranked, observations, scanner, excused)
 
 
@@ -572,9 +575,6 @@ def _raised_before(first: Observation, ranked: list[Candidate], observations: li
                and all(scanner.table[p].kind is not PatternKind.signature or scanner.table[p].entry_id == USER_CODE
                        for p in o.hit.patterns)
                for o in _internal(observations, scanner, Internal.exception))
-
-
-_WRAPPER_RAISE = re.compile(r"ProcessRaisedException|ProcessExitedException|ChildFailedError")
 
 
 def _barrier_missed_a_crash(

@@ -256,9 +256,9 @@ INTERNAL_PATTERNS: tuple[InternalPattern, ...] = (
         r"\bError reported to Coordinator: <class 'tensorflow\.python\.framework\.errors_impl\.(?:InvalidArgument|"
         r"ResourceExhausted|Internal|DataLoss|NotFound|FailedPrecondition|Unknown|Unavailable|PermissionDenied|"
         r"Unimplemented)Error'>|\bKernelRestarter: restarting kernel \(\d{1,3}/\d{1,3}\)|"
-        # TensorFlow's summary of a failed step's grouped status (`2 root error(s) found.`, StatusGroup in
-        # TensorFlow's platform status code), printed only inside the error a step raises; the paste may hold it without
-        # the exception line above it (a notebook's cell output, an estimator's `Error recorded from ...`)
+        # TensorFlow's summary of a failed step's grouped status (`2 root error(s) found.`, StatusGroup in its
+        # platform status code), printed only inside the error a step raises; the paste may hold it without the
+        # exception line above it (a notebook's cell output, an estimator's `Error recorded from ...`)
         r"(?:^|[\s:])\d{1,4} root error\(s\) found\.|"
         # wandb.init giving up on its server (the CommError it raises may not be in the paste)
         r"wandb: ERROR Run initialization has timed out after |"
