@@ -85,3 +85,30 @@ def test_a_rank_s_raised_nan_is_no_recovered_step_when_its_stdout_file_ends_with
     diagnosis = diagnose([str(tmp_path)])
     assert diagnosis.root_cause is not None and diagnosis.root_cause.id == "loss-nan"
     assert diagnosis.initiating_rank == 1
+
+
+def _timer_dump() -> list[str]:
+    """What faulthandler.dump_traceback_later prints when its timer fires: every thread's stack."""
+    return [
+        "Timeout (0:05:00)!",
+        "Thread 0x00007fd9a94bf6c0 (most recent call first):",
+        '  File "/usr/lib/python3.11/threading.py", line 331 in wait',
+        "",
+        "Thread 0x00007fd9d123eb80 (most recent call first):",
+        '  File "/srv/job/train.py", line 88 in train_step',
+        '  File "/srv/job/train.py", line 140 in main',
+    ]
+
+
+def test_a_timer_s_stack_dump_followed_by_more_training_is_no_hang(tmp_path: Path) -> None:
+    path = tmp_path / "train.log"
+    path.write_text("\n".join(PROGRESS[:20] + _timer_dump() + PROGRESS[20:] + ["[rank0] training finished"]) + "\n")
+    diagnosis = diagnose([str(path)])
+    assert diagnosis.status == "no-failure"
+
+
+def test_a_timer_s_stack_dump_after_the_last_step_is_a_hang(tmp_path: Path) -> None:
+    path = tmp_path / "train.log"
+    path.write_text("\n".join(PROGRESS[:20] + _timer_dump() + _timer_dump()) + "\n")
+    diagnosis = diagnose([str(path)])
+    assert diagnosis.root_cause is not None and diagnosis.root_cause.id == "training-hang"

@@ -156,6 +156,7 @@ def analyze(
     _settle_excused(candidates, kb, points, bool(completions), bool(evidence))
     if not evidence:
         _drop_recovered(candidates, kb, points)
+        _drop_timer_dumps(candidates, points)
         _drop_restarted(candidates, observations, scanner, points, completions)
         _drop_completed(candidates, kb, points, completions)
     seen_ranks = {o.rank for o in observations if o.rank is not None} | {p.rank for p in points if p.rank is not None}
@@ -327,6 +328,19 @@ def _drop_recovered(candidates: dict[str, Candidate], kb: KnowledgeBase, points:
     `exc_info=True`: the program caught it) and is followed by training progress of the same rank is
     not what stopped the run."""
     _drop_if_every_line(candidates, kb, lambda o: logged_with_traceback(o) and _progress_after(o, points))
+
+
+_TIMER_DUMP = re.compile(r"Timeout \(\d+:\d{2}:\d{2}(?:\.\d+)?\)!")
+
+
+def _drop_timer_dumps(candidates: dict[str, Candidate], points: list[MetricPoint]) -> None:
+    """faulthandler.dump_traceback_later prints every thread's stack when its timer fires, hung or not
+    (`repeat=True` dumps on every period): a hang whose every dump is followed by more training of the same
+    process is a run that was only being watched."""
+    hang = candidates.get("training-hang")
+    if hang is not None and hang.roots and all(_TIMER_DUMP.search(o.hit.text) and _progress_after(o, points)
+                                               for o in hang.roots):
+        del candidates["training-hang"]
 
 
 def _drop_if_every_line(candidates: dict[str, Candidate], kb: KnowledgeBase,
