@@ -126,16 +126,20 @@ _SURVIVED = re.compile(r"^(?:Exception in thread |Error in atexit\._run_exitfunc
 _CHAINED = ("During handling of the above exception", "The above exception was the direct cause")
 
 
-def logged_with_traceback(observation: Observation) -> bool:
-    """The log record above the traceback; for a chain of tracebacks, above the first of them."""
-    before = observation.hit.before
+def _above_traceback(before: list[str]) -> str | None:
+    """The line above the traceback that ends these context lines; for a chain of tracebacks, above the first
+    of them (None when the context holds no header, or nothing above it)."""
     for header in reversed([i for i, text in enumerate(before) if TRACEBACK_HEADER in text]):
         above = next((text for text in reversed(before[:header]) if parse_prefix(text).message.strip()), None)
-        if above is None:
-            return False
-        if not any(chained in above for chained in _CHAINED):
-            return _LOG_RECORD.search(above[:300]) is not None
-    return False
+        if above is None or not any(chained in above for chained in _CHAINED):
+            return above
+    return None
+
+
+def logged_with_traceback(observation: Observation) -> bool:
+    """The log record above the traceback: a logger printed the exception."""
+    above = _above_traceback(observation.hit.before)
+    return above is not None and _LOG_RECORD.search(above[:300]) is not None
 
 
 def _uncaught(observation: Observation, raised: set[int]) -> bool:
@@ -147,13 +151,10 @@ def _uncaught(observation: Observation, raised: set[int]) -> bool:
 
 
 def _survived_header(before: list[str]) -> bool:
-    """Python's own header of a traceback that did not end the process, right above this traceback's first
-    header (not above another process's traceback further up in the context)."""
-    for header in reversed([i for i, text in enumerate(before) if TRACEBACK_HEADER in text]):
-        above = next((text for text in reversed(before[:header]) if parse_prefix(text).message.strip()), "")
-        if not any(chained in above for chained in _CHAINED):
-            return _SURVIVED.match(parse_prefix(above).message) is not None
-    return False
+    """Python's own header of a traceback that did not end the process, right above this traceback (not above
+    another process's traceback further up in the context)."""
+    above = _above_traceback(before)
+    return above is not None and _SURVIVED.match(parse_prefix(above).message) is not None
 
 
 def failure_evidence(
