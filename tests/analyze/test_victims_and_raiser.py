@@ -74,6 +74,46 @@ def test_a_peer_killed_by_a_signal_no_class_names_outranks_the_victims_class(tmp
 
 
 
+def _exit_report(rank: int, exitcode: int) -> list[str]:
+    """torchrun's report of a rank that exited with an error status of its own (no signal, no traceback)."""
+    return _report(rank, -1, "")[:9] + [f"  exitcode  : {exitcode} (pid: 17344)", "  error_file: <N/A>",
+                                          "  traceback : To enable traceback see: "
+                                          "https://pytorch.org/docs/stable/elastic/errors.html",
+                                          "============================================================"]
+
+
+def test_a_peer_that_exited_with_an_error_status_outranks_the_victims_class(tmp_path: Path) -> None:
+    """Rank 1 called sys.exit(3) and printed nothing: its peers' lost connections are not the cause."""
+    path = tmp_path / "train.log"
+    path.write_text("\n".join(_victim(0) + _victim(2) + _exit_report(1, 3)) + "\n")
+    diagnosis = diagnose([str(path)])
+    assert diagnosis.root_cause is None or diagnosis.root_cause.id != "gloo-connection-closed"
+    assert diagnosis.initiating_rank == 1
+
+
+def _step(rank: int, step: int) -> str:
+    return f"[rank{rank}] step {step} loss 0.69{rank} lr 0.1"
+
+
+def test_the_one_peer_that_left_without_an_error_started_it(tmp_path: Path) -> None:
+    """Rank 2 ran out of its shard and returned from the loop (exit 0): ranks 0 and 1 lost their connection."""
+    path = tmp_path / "train.log"
+    lines = [_step(r, s) for s in (10, 20) for r in range(3)] + _victim(0) + _victim(1)
+    path.write_text("\n".join(lines) + "\n")
+    diagnosis = diagnose([str(path)])
+    assert diagnosis.root_cause is None or diagnosis.root_cause.id != "gloo-connection-closed"
+    assert diagnosis.initiating_rank == 2
+
+
+def test_a_peer_with_an_error_of_its_own_is_not_the_silent_one(tmp_path: Path) -> None:
+    """Two seen ranks besides the victim: which one left is not known, so the victims' class stands."""
+    path = tmp_path / "train.log"
+    lines = [_step(r, 10) for r in range(3)] + _victim(0)
+    path.write_text("\n".join(lines) + "\n")
+    diagnosis = diagnose([str(path)])
+    assert diagnosis.root_cause is not None and diagnosis.root_cause.id == "gloo-connection-closed"
+
+
 def _unprefixed(lines: list[str]) -> list[str]:
     """The lines as a formatter prints them that names the rank only on its own header line."""
     return [line.split(": ", 1)[1] if line.startswith("[rank") else line for line in lines]

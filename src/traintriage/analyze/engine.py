@@ -197,8 +197,10 @@ def analyze(
         # The worker's own error is in the log and no class explains it: that is the failure to
         # show (a launcher's report is the answer only when the worker's error is missing).
         root, collateral = None, []
+    silent = _silent_peer(root, ranked, observations, scanner, seen_ranks - cut_short)
     if root is not None and root.nature is Nature.collateral and (
-            _peer_raised(root, ranked, observations, scanner, excused) or _peer_signalled(root, reports)):
+            silent is not None or _peer_raised(root, ranked, observations, scanner, excused)
+            or _peer_signalled(root, reports)):
         # The victims' class (a peer's connection closed) and another rank's own exception, or its death by
         # a signal, that no class explains: that started it, not the victims' reports of it.
         excused = excused | {o.order for o in root.roots}
@@ -254,6 +256,7 @@ def analyze(
     if root is not None and root.entry_id == DESYNC and desync is not None and desync.observation.rank is not None:
         suspects = _leading(SuspectRank(desync.observation.rank, desync.observation.host, desync.detail), suspects)
     initiating = (_initiating(root, suspects) if root is not None
+                  else silent if silent is not None
                   else _unexplained_initiator(suspects, salient or cut, named))
 
     environment = extract_environment([o.hit.text for o in _internal(observations, scanner, Internal.version)]
@@ -628,14 +631,32 @@ def _raised_on(on: Callable[[int], bool], ranked: list[Candidate], observations:
                for o in _internal(observations, scanner, Internal.exception))
 
 
+def _silent_peer(root: Candidate | None, ranked: list[Candidate], observations: list[Observation], scanner: Scanner,
+                 seen: set[int]) -> int | None:
+    """The one rank besides the victims of a closed connection that printed no error at all: it left
+    without one (returned early from the loop on uneven data, `os._exit`), so the lost connection
+    is not the cause and the unknown failure started there."""
+    if root is None or root.entry_id != "gloo-connection-closed":
+        return None
+    victims = {o.rank for o in root.roots}
+    peers = seen - victims
+    if not victims or None in victims or len(peers) != 1:
+        return None
+    peer = next(iter(peers))
+    failing = {o.order for c in ranked for o in c.roots} | {
+        o.order for o in _internal(observations, scanner, Internal.exception)}
+    return None if any(o.rank == peer and o.order in failing for o in observations) else peer
+
+
 def _peer_signalled(root: Candidate, reports: list[FailureReport]) -> bool:
     """The victims waited for a peer (lost connections, timeouts) and torchrun reports a rank that is
     none of them killed by a signal it was not sent to stop (SIGXCPU at a CPU-time limit, say; the
-    SIGTERM the agent sends the others is not one)."""
+    SIGTERM the agent sends the others is not one), or exiting with an error status of its own
+    (`sys.exit(3)` with nothing printed)."""
     if root.entry_id not in _VICTIM_CLASSES:
         return False  # a class of its own about a death (worker-killed-by-signal) already names it
     victims = {o.rank for o in root.roots if o.rank is not None}  # torchrun's report repeats a victim's error rankless
     if not victims:
         return False
     return any(report.rank is not None and report.rank not in victims and report.exitcode is not None
-               and report.exitcode < 0 and -report.exitcode not in _STOP_SIGNALS for report in reports)
+               and (report.exitcode > 0 or -report.exitcode not in _STOP_SIGNALS) for report in reports)

@@ -272,6 +272,8 @@ INTERNAL_PATTERNS: tuple[InternalPattern, ...] = (
         r"algorithm failed to converge because the input matrix is ill-conditioned|"
         r"diagonal element \d{1,9} is zero, the (?:inversion|solve) could not be completed)|"
         r"\bmake(?:\[\d{1,3}\])?: \*\*\* (?:\[[^\]\n]{1,200}\] Error \d{1,3}|[^\n]{1,300}\.  Stop\.)|"
+        # Paddle's launcher (paddle.distributed.launch, utils/launch_utils.py) when a trainer process exited non-zero
+        r"\bABORT!!! Out of all \d{1,6} trainers, the trainer process with rank=\[|"
         r"\b(?:mpirun|mpiexec|prterun) was unable to |-- Process \d{1,6} terminated with the following error:|"
         # Open MPI's launcher could not start its daemon on a node (orte/mca/plm help-plm-base.txt)
         r"\bORTE was unable to reliably start one or more daemons|"
