@@ -53,3 +53,40 @@ def test_a_worker_killed_without_output_then_restarted_recovered(tmp_path: Path)
     """The agent's report of the killed worker is the only line of its failure, and the restart's own marker."""
     assert _status(tmp_path, KILLED_ATTEMPT + SECOND_ATTEMPT + FINISHED) == "no-failure"
     assert _status(tmp_path, KILLED_ATTEMPT + SECOND_ATTEMPT) != "no-failure"
+
+
+def _refused_restart(agent_pid: int) -> list[str]:
+    """The restarted attempt cannot rebuild its Gloo mesh (a peer of the old attempt is gone) and fails."""
+    return [
+        "[rank0]: Traceback (most recent call last):",
+        '[rank0]:   File "/srv/job/train.py", line 40, in <module>',
+        '[rank0]:     dist.init_process_group("gloo")',
+        "[rank0]: RuntimeError: Gloo connectFullMesh failed with [../third_party/gloo/gloo/transport/tcp/pair.cc:152] "
+        "timed out connecting: SO_ERROR: Connection refused, remote=[127.0.0.1]:65447$0",
+        f"E1205 22:39:09.101000 {agent_pid} torch/distributed/elastic/multiprocessing/api.py:1002] failed (exitcode: 1) "
+        "local_rank: 0 (pid: 22301) of binary: /opt/venv/bin/python3",
+    ]
+
+
+def _root(tmp_path: Path, lines: list[str]) -> str | None:
+    path = tmp_path / "train.log"
+    path.write_text("\n".join(lines) + "\n")
+    root = diagnose([str(path)]).root_cause
+    return root.id if root else None
+
+
+SEGV_ATTEMPT = [
+    "[rank0] step 3 | loss 1.70",
+    "E1205 22:39:02.749000 22069 torch/distributed/elastic/multiprocessing/api.py:1002] failed (exitcode: -11) "
+    "local_rank: 1 (pid: 22217) of binary: /opt/venv/bin/python3",
+]
+
+
+def test_a_failed_restart_does_not_displace_the_first_attempts_failure(tmp_path: Path) -> None:
+    """Rank 1 segfaulted; the restart's refused connections only followed from it."""
+    assert _root(tmp_path, SEGV_ATTEMPT + _refused_restart(22069)) == "worker-killed-by-signal"
+
+
+def test_another_agents_failure_is_no_later_attempt(tmp_path: Path) -> None:
+    """Two nodes' agents in one console: the second agent's failure is its own, not a restart of the first."""
+    assert _root(tmp_path, SEGV_ATTEMPT + _refused_restart(31337)) != "worker-killed-by-signal"

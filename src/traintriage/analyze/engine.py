@@ -58,6 +58,8 @@ DESYNC_SCORE = 0.9
 """Above a collective timeout's own signature: the timeouts are what the desync looks like."""
 _SIGNALLED = "launcher-signal-received"
 _STOP_SIGNALS = frozenset({1, 2, 15})
+# The process id in the glog prefix of torchrun's agent (`E1206 15:17:54.337000 6485 torch/distributed/...`)
+_AGENT_PID = re.compile(r"^\s*[EWIF]\d{4} \d{2}:\d{2}:\d{2}\.\d+ (\d+) ")
 """SIGHUP, SIGINT, SIGTERM: how a launcher or a user stops a worker, not how one dies (by number, as
 torchrun's report gives exit codes; `_COLLATERAL_SIGNAL` matches the same signals by name in text)."""
 _WAITING_CLASSES = ("gloo-connection-closed", "gloo-collective-timeout")
@@ -159,6 +161,7 @@ def analyze(
         _drop_timer_dumps(candidates, points)
         _drop_restarted(candidates, observations, scanner, points, completions)
         _drop_completed(candidates, kb, points, completions)
+    _drop_later_attempts(candidates, observations, scanner)
     seen_ranks = {o.rank for o in observations if o.rank is not None} | {p.rank for p in points if p.rank is not None}
     findings = _curve_findings(observations, points, candidates, names)
     anomalies = [f for f in findings if f is not None]
@@ -372,6 +375,31 @@ def _drop_restarted(candidates: dict[str, Candidate], observations: list[Observa
         return
     for entry_id, candidate in list(candidates.items()):
         if all(position(o) <= position(restart) for o in candidate.roots):  # the report of the restart too
+            del candidates[entry_id]
+
+
+def _drop_later_attempts(candidates: dict[str, Candidate], observations: list[Observation], scanner: Scanner) -> None:
+    """One torchrun agent reported a failed worker twice or more: it restarted the workers (`--max-restarts`)
+    and the new attempt failed too, often only because the old one's failure left a stale peer (a refused Gloo
+    connection, a closed store). When a class of the first attempt (up to the agent's first report) is
+    neither a wait for a peer nor a launcher's wrapper, a class seen only after that report is not the cause."""
+    by_agent: dict[tuple[int, str], list[Observation]] = {}
+    for report in sorted(_internal(observations, scanner, Internal.agent_failure), key=position):
+        agent = _AGENT_PID.match(report.hit.text)
+        if agent is not None:
+            by_agent.setdefault((report.hit.source, agent.group(1)), []).append(report)
+    restarted = [reports for reports in by_agent.values() if len(reports) > 1]
+    if not restarted:
+        return
+    reports = min(restarted, key=lambda r: position(r[0]))
+    first, last = position(reports[0]), position(reports[-1])
+    if not any(entry_id not in _VICTIM_CLASSES and entry_id not in LAUNCHER_WRAPPERS
+               and any(o.hit.source == first[0] and position(o) <= first for o in c.roots)
+               for entry_id, c in candidates.items()):
+        return
+    for entry_id, candidate in list(candidates.items()):
+        # only the agent's own later attempts: another node's agent may print its output after this one's
+        if candidate.roots and all(first < position(o) < last for o in candidate.roots):
             del candidates[entry_id]
 
 
