@@ -18,12 +18,22 @@ from traintriage.parse.prefix import failed_process_rank, parse_prefix
         ("[1,3]<stderr>:RuntimeError: x", 3, "RuntimeError"),
         ("[1,mpirank:5,algo-2]<stderr>:RuntimeError: x", 5, "RuntimeError"),
         ("[PG ID 0 PG GUID 0(default_pg) Rank 6] Watchdog caught collective operation timeout", 6, "Watchdog"),
+        ("rank 1: step 15 loss nan grad_norm nan", 1, "step 15"),
+        ("Rank 12: RuntimeError: x", 12, "RuntimeError"),
+        # a progress bar redrawn with carriage returns, then the log line: the terminal shows the last
+        ("\rrank1 train:   2%|2         | 1/40 [00:02<01:51,  2.85s/it]\r      \r[rank1]: step 15 loss nan", 1,
+         "step 15"),
     ],
 )
 def test_rank_prefixes(line: str, rank: int, message_start: str) -> None:
     prefix = parse_prefix(line)
     assert prefix.rank == rank
     assert prefix.message.startswith(message_start)
+
+
+def test_words_that_start_like_a_rank_tag_are_not_one() -> None:
+    assert parse_prefix("ranking: 3 candidates").rank is None
+    assert parse_prefix("rank 1 of 4 joined").rank is None
 
 
 def test_torchrun_tag_is_a_local_rank() -> None:

@@ -292,7 +292,8 @@ INTERNAL_PATTERNS: tuple[InternalPattern, ...] = (
     # the plugin library's own dlopen error when a paste keeps only that line),
     # JAX's logged probe of backends it was not built for (not the
     # RuntimeError of a backend asked for; some loggers print the source location last,
-    # `(<pid>:xla_bridge.py:<line>)`), libibverbs' probe of provider drivers, torch's CUDA
+    # `(<pid>:xla_bridge.py:<line>)`, others the module, `jax._src.xla_bridge | Unable ...`),
+    # libibverbs' probe of provider drivers, torch's CUDA
     # probe on a machine without a driver (a warning; using CUDA afterwards raises its own
     # error), and TF's and XLA's cuInit probe on a host without a usable CUDA driver (a TPU or
     # CPU host: `failed call to cuInit: ... UNKNOWN ERROR (303)` or `CUDA_ERROR_NO_DEVICE`,
@@ -301,7 +302,7 @@ INTERNAL_PATTERNS: tuple[InternalPattern, ...] = (
     # these lines.
     InternalPattern(
         Internal.benign_notice,
-        r"(?:NCCL INFO (?:NET|GIN|RMA|TUNER|PROFILER|ENV)/Plugin|xla_bridge(?:\.py)?:(?:\d{1,5}(?:\]|:) )?Unable to initialize backend '|"
+        r"(?:NCCL INFO (?:NET|GIN|RMA|TUNER|PROFILER|ENV)/Plugin|xla_bridge\S{0,12}(?: [|-])? ?Unable to initialize backend '|"
         r"Unable to initialize backend '[^'\n]{1,40}'[^\n]{0,400}\(\d{1,9}:xla_bridge\.py:\d{1,5}\)|"
         r"libnccl-(?:net|tuner|profiler|env)\S{0,40}: cannot open shared object file|"
         r"libibverbs: Warning: couldn't load driver|UserWarning: CUDA initialization: Found no NVIDIA driver|"

@@ -72,6 +72,8 @@ _MPI_TAG = re.compile(
 _MPI_RANK_ONLY = re.compile(r"\[(\d{1,6})\]" + _STREAM + r"\s?")  # --output rank; horovodrun
 _SRUN_LABEL = re.compile(r"(?:P\d{1,4} {1,8})?(\d{1,6}): (?=\S)")  # srun --label: `%*d: `, het jobs `P%u %*d: `
 _PG_TAG = re.compile(r"\[PG [^\]]{0,80}Rank (\d{1,6})\]\s?")  # ProcessGroupNCCL messages
+# A script's own unbracketed tag, `print(f"rank {rank}: ...")`: `rank 1: step 15 loss nan`, `Rank 0: ...`
+_BARE_RANK = re.compile(r"[Rr]ank ?(\d{1,6}): (?=\S)")
 # vLLM worker processes (decorate_logs): `(VllmWorker rank=3 pid=..)` (V1 0.8/0.9),
 # `(VllmWorker TP1 pid=..)`, `(VllmWorker PP0_TP1 pid=..)`, `(Worker_TP1 pid=..)`,
 # `(Worker_DP0_PP1_TP0 pid=..)` (current).
@@ -335,6 +337,7 @@ _PEELERS: tuple[tuple[str, Callable[[str, _Peeled], int]], ...] = (
     ("[", _global_rank(_TEMPLATE_RANK)),
     (_DIGITS + "P", _global_rank(_SRUN_LABEL)),
     ("[", _global_rank(_PG_TAG)),
+    ("Rr", _global_rank(_BARE_RANK)),
     ("(", _vllm_worker),
     ("(", _skip(_VLLM_OTHER)),
     ("(", _ray_worker),
@@ -393,7 +396,11 @@ _GLUED_TAG = re.compile(r"(?:it/s|s/it|it)\](?=\[(?:rank|default)\d{1,6}\]:)")
 
 
 def parse_prefix(line: str, default_year: int = 1970) -> Prefix:
-    """Peel known prefixes off `line`: the first host and time, the innermost rank."""
+    """Peel known prefixes off `line`: the first host and time, the innermost rank. A line that
+    redraws itself (a progress bar's carriage returns, then a log line) is read as a terminal shows
+    it: from its last carriage return that is followed by text."""
+    if "\r" in line:
+        line = _shown(line)
     prefix = _parse_prefix(line, default_year)
     if prefix.rank is None and prefix.local_rank is None and "]:" in prefix.message:
         glued = _GLUED_TAG.search(prefix.message)
@@ -402,6 +409,13 @@ def parse_prefix(line: str, default_year: int = 1970) -> Prefix:
             return Prefix(rank=inner.rank, host=prefix.host or inner.host, time=prefix.time or inner.time,
                           message=inner.message, local_rank=inner.local_rank)
     return prefix
+
+
+def _shown(line: str) -> str:
+    for segment in reversed(line.split("\r")):
+        if segment.strip():
+            return segment
+    return line
 
 
 def _parse_prefix(line: str, default_year: int) -> Prefix:
