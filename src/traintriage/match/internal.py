@@ -73,6 +73,8 @@ INTERNAL_PATTERNS: tuple[InternalPattern, ...] = (
         # the builtin exception named otherwise, alone at the start of the message as a traceback ends: an iterator
         # exhausted where nothing caught it (not a frame's code line that mentions it)
         r"(?:^|\]:? ?)Stop(?:Async)?Iteration(?::\s|\s*$)|"
+        # pyarrow's classes (pyarrow/error.pxi, module pyarrow.lib), some named otherwise: `ArrowInvalid`, `ArrowCancelled`
+        r"(?:^|[\s\]:>|])pyarrow\.lib\.Arrow[A-Z][A-Za-z]{1,30}: |"
         # a class whose name says nothing, from a package's errors module, at the start of the line as a
         # traceback ends (`filelock._core._errors.Timeout: ...`, `triton.runtime.errors.OutOfResources: ...`,
         # `torch._dynamo.exc.Unsupported: ...`); the module's name is the literal the scan looks for first.
