@@ -105,6 +105,19 @@ def test_the_one_peer_that_left_without_an_error_started_it(tmp_path: Path) -> N
     assert diagnosis.initiating_rank == 2
 
 
+def test_torchruns_report_of_the_victim_does_not_hide_the_silent_peer(tmp_path: Path) -> None:
+    """Rank 0 saved and exited on a signal of its own; torchrun reports rank 1, the victim, as the first failure.
+    The console is saved under a name that gives its untagged lines (the launcher's) to rank 0."""
+    path = tmp_path / "job-rank0.log"
+    agent = ("E1206 15:54:41.908000 11578 torch/distributed/elastic/multiprocessing/api.py:1002] failed (exitcode: 1) "
+             "local_rank: 1 (pid: 11593) of binary: /opt/venv/bin/python3")
+    lines = [_step(r, s) for s in (10, 20) for r in range(2)] + _victim(1) + [agent] + _exit_report(1, 1)
+    path.write_text("\n".join(lines) + "\n")
+    diagnosis = diagnose([str(path)])
+    assert diagnosis.root_cause is None or diagnosis.root_cause.id != "gloo-connection-closed"
+    assert diagnosis.initiating_rank == 0
+
+
 def test_a_peer_with_an_error_of_its_own_is_not_the_silent_one(tmp_path: Path) -> None:
     """Two seen ranks besides the victim: which one left is not known, so the victims' class stands."""
     path = tmp_path / "train.log"

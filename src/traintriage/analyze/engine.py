@@ -671,8 +671,8 @@ def _silent_peer(root: Candidate | None, ranked: list[Candidate], observations: 
     if not victims or None in victims or len(peers) != 1:
         return None
     peer = next(iter(peers))
-    failing = {o.order for c in ranked for o in c.roots} | {
-        o.order for o in _internal(observations, scanner, Internal.exception)}
+    failing = {o.order for c in ranked if c.entry_id not in LAUNCHER_WRAPPERS for o in c.roots} | {
+        o.order for o in _internal(observations, scanner, Internal.exception) if not _WRAPPER_RAISE.search(o.hit.text)}
     return None if any(o.rank == peer and o.order in failing for o in observations) else peer
 
 
