@@ -9,7 +9,8 @@ the user's own code and no installed package below it raised the error: an excep
 entirely inside installed tools (a launcher, a serving CLI), or by a library refusing what the
 script gave it, is an unknown failure. And a Slurm step cancelled right after one of its tasks
 exited with an error was cancelled because of that task (srun's kill-on-bad-exit), not by
-an outside signal.
+an outside signal. And torch.save's iostream error after `File too large` (EFBIG) is a write past a
+file-size limit, not a full disk.
 """
 
 from __future__ import annotations
@@ -117,6 +118,7 @@ def apply(candidates: dict[str, Candidate], kb: KnowledgeBase) -> frozenset[str]
     _refine_oom(candidates, kb)
     _require_user_frame(candidates)
     _cancel_after_task_failure(candidates)
+    _file_size_limit(candidates)
     _pickled_for_another_reason(candidates)
     _read_by_a_dataset(candidates, kb)
     return frozenset(before - set(candidates))
@@ -196,6 +198,23 @@ def _cancel_after_task_failure(candidates: dict[str, Candidate]) -> None:
                                         for f in failures):
         # Removed, not demoted: as a collateral entry it would still outrank the wrapper entry.
         del candidates["launcher-signal-received"]
+
+
+DISK_FULL = "disk-full"
+_FILE_TOO_LARGE = re.compile(r"\bFile too large\b")
+_NO_SPACE = re.compile(r"No space left on device|\bENOSPC\b|[Qq]uota exceeded")
+
+
+def _file_size_limit(candidates: dict[str, Candidate]) -> None:
+    """EFBIG (errno 27, `File too large`) in the chain above every line disk-full matched: the write passed
+    the process's file-size limit (`ulimit -f`) or the filesystem's largest file, and torch.save's iostream
+    error (`unexpected pos N vs M`) only followed from it; with no ENOSPC anywhere near, the disk was not full."""
+    disk = candidates.get(DISK_FULL)
+    if disk is None:
+        return
+    if all(any(_FILE_TOO_LARGE.search(line) for line in o.hit.before)
+           and not any(_NO_SPACE.search(line) for line in (*o.hit.before, o.hit.text)) for o in disk.roots):
+        del candidates[DISK_FULL]
 
 
 def _require_user_frame(candidates: dict[str, Candidate]) -> None:
