@@ -64,6 +64,9 @@ _AGENT_PID = re.compile(r"^\s*[EWIF]\d{4} \d{2}:\d{2}:\d{2}\.\d+ (\d+) ")
 torchrun's report gives exit codes; `_COLLATERAL_SIGNAL` matches the same signals by name in text)."""
 _WAITING_CLASSES = ("gloo-connection-closed", "gloo-collective-timeout")
 _VICTIM_CLASSES = (*_WAITING_CLASSES, "nccl-watchdog-timeout")
+USER_INTERRUPT = "user-interrupt"
+_AGENT_SIGINT = frozenset({"torchrun-agent-got-sigint", "torchrun-agent-sigint-death-signal"})
+"""user-interrupt's signatures of torchrun's agent receiving SIGINT (which it also reports as launcher-signal-received)."""
 """The classes of ranks that only waited for a peer: lost connections and collective timeouts."""
 _WRAPPER_RAISE = re.compile(r"ProcessRaisedException|ProcessExitedException|ChildFailedError")
 """A launcher's exception that wraps a child's error (torch.multiprocessing.spawn's, torchrun's)."""
@@ -162,6 +165,7 @@ def analyze(
         _drop_restarted(candidates, observations, scanner, points, completions)
         _drop_completed(candidates, kb, points, completions)
     _drop_later_attempts(candidates, observations, scanner)
+    _drop_idle_interrupt(candidates, points)
     seen_ranks = {o.rank for o in observations if o.rank is not None} | {p.rank for p in points if p.rank is not None}
     findings = _curve_findings(observations, points, candidates, names)
     anomalies = [f for f in findings if f is not None]
@@ -401,6 +405,19 @@ def _drop_later_attempts(candidates: dict[str, Candidate], observations: list[Ob
         # only the agent's own later attempts: another node's agent may print its output after this one's
         if candidate.roots and all(first < position(o) < last for o in candidate.roots):
             del candidates[entry_id]
+
+
+def _drop_idle_interrupt(candidates: dict[str, Candidate], points: list[MetricPoint]) -> None:
+    """torchrun's agent got SIGINT (a Ctrl-C) and nothing else says the user stopped the run: with no
+    training step logged before it, the run had not trained yet or had hung (users stop a hung job so),
+    and the signal is the launcher's class, not a stop of steady training."""
+    interrupt = candidates.get(USER_INTERRUPT)
+    if interrupt is None or not interrupt.signatures <= _AGENT_SIGINT:
+        return
+    first = min(interrupt.roots, key=position)
+    if not any(p.source == first.hit.source and p.line < first.hit.line and (p.step is not None or p.loss is not None)
+               for p in points):
+        del candidates[USER_INTERRUPT]
 
 
 def _drop_completed(candidates: dict[str, Candidate], kb: KnowledgeBase, points: list[MetricPoint],
