@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from traintriage.pipeline import diagnose
+from tests.analyze.run_facts import root_of
 
 
 def _save_failure(first_error: str) -> list[str]:
@@ -30,10 +30,7 @@ def _save_failure(first_error: str) -> list[str]:
 
 
 def _root(tmp_path: Path, lines: list[str]) -> str | None:
-    path = tmp_path / "train.log"
-    path.write_text("\n".join(lines) + "\n")
-    root = diagnose([str(path)]).root_cause
-    return root.id if root else None
+    return root_of(tmp_path, "\n".join(lines) + "\n")
 
 
 def test_a_write_past_a_file_size_limit_is_no_full_disk(tmp_path: Path) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from traintriage.pipeline import diagnose
+from tests.analyze.run_facts import root_of
 
 AGENT_SIGINT = [
     "W0412 17:20:44.118000 90211 torch/distributed/elastic/agent/server/api.py:719] Received 2 death signal, "
@@ -21,10 +21,7 @@ AGENT_SIGINT = [
 
 
 def _root(tmp_path: Path, lines: list[str]) -> str | None:
-    path = tmp_path / "train.log"
-    path.write_text("\n".join(lines) + "\n")
-    root = diagnose([str(path)]).root_cause
-    return root.id if root else None
+    return root_of(tmp_path, "\n".join(lines) + "\n")
 
 
 def test_a_ctrl_c_during_training_is_the_users_interrupt(tmp_path: Path) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from tests.analyze.run_facts import root_of
 from traintriage.pipeline import diagnose
 
 FIRST_ATTEMPT = [
@@ -69,10 +70,7 @@ def _refused_restart(agent_pid: int) -> list[str]:
 
 
 def _root(tmp_path: Path, lines: list[str]) -> str | None:
-    path = tmp_path / "train.log"
-    path.write_text("\n".join(lines) + "\n")
-    root = diagnose([str(path)]).root_cause
-    return root.id if root else None
+    return root_of(tmp_path, "\n".join(lines) + "\n")
 
 
 SEGV_ATTEMPT = [

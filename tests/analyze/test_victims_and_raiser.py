@@ -118,7 +118,7 @@ def test_torchruns_report_of_the_victim_does_not_hide_the_silent_peer(tmp_path: 
     assert diagnosis.initiating_rank == 0
 
 
-def test_a_peer_with_an_error_of_its_own_is_not_the_silent_one(tmp_path: Path) -> None:
+def test_with_two_quiet_peers_the_victims_class_stands(tmp_path: Path) -> None:
     """Two seen ranks besides the victim: which one left is not known, so the victims' class stands."""
     path = tmp_path / "train.log"
     lines = [_step(r, 10) for r in range(3)] + _victim(0)
