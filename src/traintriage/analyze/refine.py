@@ -10,7 +10,7 @@ entirely inside installed tools (a launcher, a serving CLI), or by a library ref
 script gave it, is an unknown failure. And a Slurm step cancelled right after one of its tasks
 exited with an error was cancelled because of that task (srun's kill-on-bad-exit), not by
 an outside signal. And torch.save's iostream error after `File too large` (EFBIG) is a write past a
-file-size limit, not a full disk.
+file-size limit, not a full disk; a JSONDecodeError outside any data reading is no corrupt sample.
 """
 
 from __future__ import annotations
@@ -121,6 +121,7 @@ def apply(candidates: dict[str, Candidate], kb: KnowledgeBase) -> frozenset[str]
     _file_size_limit(candidates)
     _pickled_for_another_reason(candidates)
     _read_by_a_dataset(candidates, kb)
+    _json_outside_the_data(candidates)
     return frozenset(before - set(candidates))
 
 
@@ -155,6 +156,25 @@ DATA_SAMPLE = "corrupt-data-sample"
 # DataLoader's fetcher that calls it; applied with .search to one frame's file.
 _DATASET_FETCH = re.compile(r"[/\\]torch[/\\]utils[/\\]data[/\\]_utils[/\\]fetch\.py$")
 _MODULE_CONTAINER = re.compile(r"[/\\]torch[/\\]nn[/\\]")
+
+
+_JSON_SAMPLE = frozenset({"json-decode-error-sample"})
+# Where a sample is read: the DataLoader's fetcher, a worker, or Hugging Face datasets' builders and loaders.
+_DATA_READER = re.compile(r"[/\\]torch[/\\]utils[/\\]data[/\\]|[/\\]datasets[/\\]")
+
+
+def _json_outside_the_data(candidates: dict[str, Candidate]) -> None:
+    """A JSONDecodeError whose traceback never passes through a Dataset or a data loader (a config file, a
+    tokenizer's JSON, a metrics file the script parses) is no corrupt sample: only the message is the same."""
+    data = candidates.get(DATA_SAMPLE)
+    if data is None or not data.signatures <= _JSON_SAMPLE:
+        return
+    for observation in data.roots:
+        traceback = traceback_before(observation)
+        if traceback is None or not traceback.frames or any(
+                _DATA_READER.search(frame.file) or frame.function == "__getitem__" for frame in traceback.frames):
+            return
+    del candidates[DATA_SAMPLE]
 
 
 def _read_by_a_dataset(candidates: dict[str, Candidate], kb: KnowledgeBase) -> None:
