@@ -627,11 +627,16 @@ def _peer_raised(root: Candidate, ranked: list[Candidate], observations: list[Ob
     return _raised_on(lambda rank: rank not in victims, ranked, observations, scanner, excused)
 
 
+def _matched(ranked: list[Candidate]) -> set[int]:
+    """The orders of the lines some candidate's signature matched (root or supporting)."""
+    return {o.order for c in ranked for o in c.roots + c.supporting}
+
+
 def _raised_before(first: Observation, ranked: list[Candidate], observations: list[Observation], scanner: Scanner,
                    excused: set[int]) -> bool:
     """An exception no class's signature matched (the catch-all for script errors is none, nor is a
     launcher's wrapper of a child's error), earlier in the victim's file than its first report."""
-    matched = {o.order for c in ranked for o in c.roots + c.supporting}
+    matched = _matched(ranked)
     return any(o.hit.source == first.hit.source and o.hit.line < first.hit.line and o.order not in matched
                and o.order not in excused and not _WRAPPER_RAISE.search(o.hit.text)
                and all(scanner.table[p].kind is not PatternKind.signature or scanner.table[p].entry_id == USER_CODE
@@ -671,7 +676,7 @@ def _crash_on(ranks: set[int], ranked: list[Candidate], kb: KnowledgeBase, timed
 def _raised_on(on: Callable[[int], bool], ranked: list[Candidate], observations: list[Observation], scanner: Scanner,
                excused: set[int]) -> bool:
     """A rank `on` accepts raised an exception no candidate matched."""
-    matched = {o.order for c in ranked for o in c.roots + c.supporting}
+    matched = _matched(ranked)
     return any(o.rank is not None and on(o.rank) and o.order not in matched and o.order not in excused
                for o in _internal(observations, scanner, Internal.exception))
 
