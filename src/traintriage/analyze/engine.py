@@ -64,12 +64,17 @@ _AGENT_PID = re.compile(r"^\s*[EWIF]\d{4} \d{2}:\d{2}:\d{2}\.\d+ (\d+) ")
 torchrun's report gives exit codes; `_COLLATERAL_SIGNAL` matches the same signals by name in text)."""
 _WAITING_CLASSES = ("gloo-connection-closed", "gloo-collective-timeout")
 _VICTIM_CLASSES = (*_WAITING_CLASSES, "nccl-watchdog-timeout")
+STORE_WAIT = "rendezvous-timeout"
+"""A root class, yet its ranks also only waited: for peers that never joined the store, and a peer that
+raised before it joined started the failure."""
 USER_INTERRUPT = "user-interrupt"
 _AGENT_SIGINT = frozenset({"torchrun-agent-got-sigint", "torchrun-agent-sigint-death-signal"})
 """user-interrupt's signatures of torchrun's agent receiving SIGINT (which it also reports as launcher-signal-received)."""
 """The classes of ranks that only waited for a peer: lost connections and collective timeouts."""
 _WRAPPER_RAISE = re.compile(r"ProcessRaisedException|ProcessExitedException|ChildFailedError")
 """A launcher's exception that wraps a child's error (torch.multiprocessing.spawn's, torchrun's)."""
+_SOURCE_RAISE = re.compile(r"\s*raise\b")
+"""A traceback's source line (`    raise RendezvousTimeoutError`): the exception it raises is the traceback's last line."""
 LAUNCHER_WRAPPERS = frozenset({"elastic-child-failed", "slurm-srun-task-exited", "mpi-job-aborted"})
 """Launchers that report a worker's failure; the worker prints its own error (a serving engine's
 or a pod's wrapper lines are themselves what it reports)."""
@@ -205,7 +210,7 @@ def analyze(
         # show (a launcher's report is the answer only when the worker's error is missing).
         root, collateral = None, []
     silent = _silent_peer(root, ranked, observations, scanner, seen_ranks - cut_short)
-    if root is not None and root.nature is Nature.collateral and (
+    if root is not None and (root.nature is Nature.collateral or root.entry_id == STORE_WAIT) and (
             silent is not None or _peer_raised(root, ranked, observations, scanner, excused)
             or _peer_signalled(root, reports)):
         # The victims' class (a peer's connection closed) and another rank's own exception, or its death by
@@ -623,7 +628,8 @@ def _peer_raised(root: Candidate, ranked: list[Candidate], observations: list[Ob
         return False
     if None in victims:
         first = min(root.roots, key=lambda o: o.hit.line)
-        return root.entry_id in _WAITING_CLASSES and _raised_before(first, ranked, observations, scanner, excused)
+        return root.entry_id in (*_WAITING_CLASSES, STORE_WAIT) and _raised_before(first, ranked, observations, scanner,
+                                                                                  excused)
     return _raised_on(lambda rank: rank not in victims, ranked, observations, scanner, excused)
 
 
@@ -638,7 +644,7 @@ def _raised_before(first: Observation, ranked: list[Candidate], observations: li
     launcher's wrapper of a child's error), earlier in the victim's file than its first report."""
     matched = _matched(ranked)
     return any(o.hit.source == first.hit.source and o.hit.line < first.hit.line and o.order not in matched
-               and o.order not in excused and not _WRAPPER_RAISE.search(o.hit.text)
+               and o.order not in excused and not _WRAPPER_RAISE.search(o.hit.text) and not _SOURCE_RAISE.match(o.message)
                and all(scanner.table[p].kind is not PatternKind.signature or scanner.table[p].entry_id == USER_CODE
                        for p in o.hit.patterns)
                for o in _internal(observations, scanner, Internal.exception))

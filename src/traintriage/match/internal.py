@@ -197,10 +197,10 @@ INTERNAL_PATTERNS: tuple[InternalPattern, ...] = (
     # not start the job, torch.multiprocessing.spawn's report of a child's exception, the exit
     # handler of SYCL code migrated from CUDA by DPCT (llama.cpp's SYCL backend), a script's
     # argparse refusing its arguments (`train.py: error: unrecognized arguments: --local-rank=0`,
-    # then exit status 2); Rust and Go panics (tokenizers, TGI's router, Ollama), a Windows crash
-    # faulthandler reports, and a build that failed (pip, ninja, the linker, CMake, a compiler
-    # error in a C++/CUDA extension); Keras stopping fit() because its input ran short of the
-    # steps it was asked for (tf.keras data_adapter.py DataHandler.catch_stop_iteration, TF1
+    # also under another prog name, then exit status 2); Rust and Go panics (tokenizers, TGI's
+    # router, Ollama), a Windows crash faulthandler reports, and a build that failed (pip, ninja,
+    # the linker, CMake, a compiler error in a C++/CUDA extension); Keras stopping fit() because
+    # its input ran short of the steps it was asked for (tf.keras data_adapter.py DataHandler.catch_stop_iteration, TF1
     # training_arrays/training_distributed, TensorFlow.js fitDataset): only the forms that name
     # the batch count, which are printed when the step count was known and the data ran out
     # early (Keras 3's bare `Your input ran out of data; interrupting training.` also ends every
@@ -245,8 +245,9 @@ INTERNAL_PATTERNS: tuple[InternalPattern, ...] = (
         r"\binfer_shape error\. Arguments:|"
         # MPICH's abort of an MPI call (`Abort(<code>) (rank 0 in comm 0): Fatal error in PMPI_Init_thread: ...`)
         r"\bFatal error in PMPI_\w{1,40}: |"
-        # Open MPI's default error handler before it aborts (ompi/errhandler/errhandler_predefined.c)
-        r"^\*\*\* MPI_ERRORS_ARE_FATAL \(processes in this communicator will now abort|"
+        # Open MPI's default error handler before it aborts (ompi/errhandler/errhandler_predefined.c), also
+        # under mpirun's `[1,3]<stderr>:` tag
+        r"(?:^|[\s:>\]])\*\*\* MPI_ERRORS_ARE_FATAL \(processes in this communicator will now abort|"
         # native crash handlers of Google's runtimes (libtpu/XLA: `*** SIGABRT received by PID 12 (TID 12) on cpu 3 from
         # PID 12; stack trace: ***`) and TensorFlow's (`*** Received signal 11 ***`); tcmalloc reporting a large
         # allocation that returned NULL (`tcmalloc: large alloc 377396076847104 bytes == (nil) @ ...`)
@@ -282,6 +283,10 @@ INTERNAL_PATTERNS: tuple[InternalPattern, ...] = (
         # ... or one of its daemons could not reach another (help-oob-tcp.txt; a firewall between the hosts)
         r"^A process or daemon was unable to complete a TCP connection|"
         r"Exception caught at file:\S{1,300}, line:\d{1,6}|(?:^|[\s\]>:])\w[\w.-]{0,100}\.py: error: |"
+        # argparse's error() under a prog name set by the script (`ArgumentParser(prog=...)`), known by argparse's
+        # own messages (Lib/argparse.py): a script name ending in .py is enough on its own, above
+        r"(?:^|[\s\]>:])\w[\w.-]{0,100}: error: (?:unrecognized arguments: |the following arguments are required: |"
+        r"one of the arguments |ambiguous option: |argument -{0,2}\w)|"
         r"error: subprocess-exited-with-error|ERROR: Failed building wheel for |ninja: build stopped: |"
         r"collect2: error: |CMake Error at |"
         r"ran out of data; interrupting (?:training|evaluation)\. Make sure that your [^\n]{0,160}\(in this case, \d{1,15} batches\)|"
@@ -336,6 +341,7 @@ INTERNAL_PATTERNS: tuple[InternalPattern, ...] = (
     # `[rankN]:` prefix of a console log (a fifth of the scan of the bench's console log).
     InternalPattern(Internal.report_rank, r"\(local_rank: \d+\)", 1024,
                     confirm=r"(?m)(?:^|[\s:>\]])rank\s*: \d+ \(local_rank: \d+\)"),
+    # A loss is also printed as its cross-entropy or perplexity (OpenNMT-py's `ppl:   nan; xent:  nan;`).
     # Keyed on the non-finite value, not on "loss": loss is on every step line and "inf" in
     # every INFO line, and making Hyperscan check each of those halves the scan's speed.
     # `nan` after a blank must not follow "of": Megatron prints `number of nan iterations:`
@@ -345,7 +351,7 @@ INTERNAL_PATTERNS: tuple[InternalPattern, ...] = (
             Internal.metric_nonfinite,
             fast,
             256,
-            confirm=r"(?i)(?:loss|grad[_ ]?norm)['\"]?\s*(?:is\s+)?[:=]?\s*['\"]?[-+]?(?:nan|inf)\b",
+            confirm=r"(?i)(?:loss|\bxent|\bppl|perplexity|grad[_ ]?norm)['\"]?\s*(?:is\s+)?[:=]?\s*['\"]?[-+]?(?:nan|inf)\b",
         )
         for fast in (r"(?i)(?:[:='\"+-]|(?:^|[^\sf]|[^\so]f)\s+)nan\b", r"[\s:='\"+-](?:inf|Inf)(?:inity)?\b")
     ),

@@ -19,7 +19,8 @@ from traintriage.parse.prefix import parse_prefix
 # pattern's literal only without IGNORECASE, and these run on every sampled line of a big log.
 _NUMBER = r"[-+]?(?:\d+\.?\d*(?:e[-+]?\d+)?|\.\d+(?:e[-+]?\d+)?|nan|inf|infinity|-inf)"
 # A number may end a sentence (`ends with loss NaN.`), but not run on into more digits or a word.
-_LOSS = re.compile(r"(?<![\w/])(?:lm |train[_/]|av[gr]_)?loss(?:_?value)?['\"]?\s*(?:is\s+)?[:=]?\s*['\"]?(" + _NUMBER + r")(?!\w|\.\w)")
+# OpenNMT-py names its loss by the cross-entropy it is (`ppl:  8.43; xent: 2.13;`).
+_LOSS = re.compile(r"(?<![\w/])(?:(?:lm |train[_/]|av[gr]_)?loss(?:_?value)?|xent)['\"]?\s*(?:is\s+)?[:=]?\s*['\"]?(" + _NUMBER + r")(?!\w|\.\w)")
 _TERM_NAN = re.compile(r"loss['\"]?\s*[:=]\s*['\"]?[-+]?nan(?![\w.])")
 """A NaN in any loss term (`actor/pg_loss:nan`, `kl_loss=nan`): the objective they sum to is
 NaN too. Read only when the line reports no loss of its own, and NaN only: `best_loss: inf`
@@ -82,7 +83,7 @@ def parse_metric_line(line: str, source: int, number: int, rank: int | None = No
     """A point when the line reports a loss or a grad norm; None for lines that only mention them."""
     prefix = parse_prefix(line)
     lower = prefix.message.lower()
-    loss_match = _LOSS.search(lower) if "loss" in lower else None
+    loss_match = _LOSS.search(lower) if "loss" in lower or "xent" in lower else None
     loss = _float(loss_match.group(1)) if loss_match else None
     if loss is None and "nan" in lower and _TERM_NAN.search(lower):
         loss = math.nan
