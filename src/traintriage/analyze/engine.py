@@ -64,6 +64,8 @@ _AGENT_PID = re.compile(r"^\s*[EWIF]\d{4} \d{2}:\d{2}:\d{2}\.\d+ (\d+) ")
 torchrun's report gives exit codes; `_COLLATERAL_SIGNAL` matches the same signals by name in text)."""
 _WAITING_CLASSES = ("gloo-connection-closed", "gloo-collective-timeout")
 _VICTIM_CLASSES = (*_WAITING_CLASSES, "nccl-watchdog-timeout")
+WENT_ON_STEPS = 3
+"""Progress lines after a caught exception that show the run went on from it, in a log that also failed."""
 STORE_WAIT = "rendezvous-timeout"
 """A root class, yet its ranks also only waited: for peers that never joined the store, and a peer that
 raised before it joined started the failure."""
@@ -164,8 +166,8 @@ def analyze(
     completions = completion_lines(observations, scanner)
     evidence = failure_evidence(observations, scanner, points, excused, completions)
     _settle_excused(candidates, kb, points, bool(completions), bool(evidence))
+    _drop_recovered(candidates, kb, points, 1 if not evidence else WENT_ON_STEPS)
     if not evidence:
-        _drop_recovered(candidates, kb, points)
         _drop_timer_dumps(candidates, points)
         _drop_restarted(candidates, observations, scanner, points, completions)
         _drop_completed(candidates, kb, points, completions)
@@ -337,12 +339,13 @@ def _settle_excused(
             candidate.reason += "; no progress after the recovery attempt"
 
 
-def _drop_recovered(candidates: dict[str, Candidate], kb: KnowledgeBase, points: list[MetricPoint]) -> None:
-    """An exception the run went on from: when nothing in the log shows a failure it did not recover
-    from, a class whose every line is an exception a logger printed with its traceback (`logger.exception`,
-    `exc_info=True`: the program caught it) and is followed by training progress of the same rank is
-    not what stopped the run."""
-    _drop_if_every_line(candidates, kb, lambda o: logged_with_traceback(o) and _progress_after(o, points))
+def _drop_recovered(candidates: dict[str, Candidate], kb: KnowledgeBase, points: list[MetricPoint],
+                    steps: int) -> None:
+    """An exception the run went on from: a class whose every line is an exception a logger printed with
+    its traceback (`logger.exception`, `exc_info=True`: the program caught it) and is followed by `steps`
+    lines of training progress of the same rank is not what stopped the run. When the log shows a failure
+    it did not recover from, one step is not enough: a rank that dies leaves its peers' next line behind."""
+    _drop_if_every_line(candidates, kb, lambda o: logged_with_traceback(o) and _progress_after(o, points, steps))
 
 
 _TIMER_DUMP = re.compile(r"Timeout \(\d+:\d{2}:\d{2}(?:\.\d+)?\)!")
@@ -435,10 +438,10 @@ def _drop_completed(candidates: dict[str, Candidate], kb: KnowledgeBase, points:
             finished_after(o, c) for c in completions))
 
 
-def _progress_after(observation: Observation, points: list[MetricPoint]) -> bool:
-    return any(p.source == observation.hit.source and p.line > observation.hit.line
+def _progress_after(observation: Observation, points: list[MetricPoint], steps: int = 1) -> bool:
+    return sum(p.source == observation.hit.source and p.line > observation.hit.line
                and (p.step is not None or p.loss is not None)
-               and (observation.rank is None or p.rank == observation.rank) for p in points)
+               and (observation.rank is None or p.rank == observation.rank) for p in points) >= steps
 
 
 _STALL_TAGS = frozenset({"hang", "stall", "deadlock", "no-progress"})

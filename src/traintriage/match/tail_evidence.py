@@ -12,7 +12,8 @@ the log stops:
 - a last line at error level (`ERROR`, `FATAL`, `CRITICAL`) or one that reports an error or
   a failure in words (`Unknown OpenCL Error (221)`, `sbatch: error: Batch job submission
   failed: ...`, `Shard 0 failed to start`), unless it is a warning or an info or debug line
-  (also when only its level letter says so: glog's `W0806 ...`, TF's `: W tensorflow/...`,
+  (also when only its level letter says so: glog's `W0806 ...`, also behind a launcher's
+  `[default1]:` tag, TF's `: W tensorflow/...`,
   ONNX Runtime's `[W:onnxruntime:...]`), a retry or a fallback (`... failed on device; falling
   back to CPU`), a progress bar (cloud loggers tag stderr,
   where tqdm writes, as ERROR), the tracker's own console line (`wandb: ERROR ...`: wandb
@@ -50,7 +51,7 @@ LAST_ERROR_LINE = re.compile(r"(?:[\w.-]{1,64}\s{1,8}\|\s{1,8})?(?:\[?[\d/:.,TZ 
 FAILURE_WORD = re.compile(r"(?i)\b(?:error|fail(?:ed|ure|s)?)\b")
 NOT_A_FAILURE_REPORT = re.compile(
     r"(?i)warn|retry|\bfall(?:ing|s)?\s{1,4}back\b|\bINFO\b|\bDEBUG\b|\d%\||it/s\b|s/it\b|^\s{0,8}wandb:|\bspank:"
-    r"|(?-i:\[[WIV]:|^[WI]\d{4} \d|: [WI] \S)"
+    r"|(?-i:\[[WIV]:|(?:^|[\]:>]\s?)[WI]\d{4} \d|: [WI] \S)"
     r"|\b(?:will|may|might|could|can)\s{1,4}(?:result|cause|lead)\b"
     r"|\balgbw\s{1,8}busbw\b"
     r"|\b(?:no|without|0)\s{1,4}(?:errors?|failures)\b|\b(?:passed|succeeded|ok),?\s{1,4}0\s{1,4}failed\b"
