@@ -73,8 +73,9 @@ USER_INTERRUPT = "user-interrupt"
 _AGENT_SIGINT = frozenset({"torchrun-agent-got-sigint", "torchrun-agent-sigint-death-signal"})
 """user-interrupt's signatures of torchrun's agent receiving SIGINT (which it also reports as launcher-signal-received)."""
 """The classes of ranks that only waited for a peer: lost connections and collective timeouts."""
-_WRAPPER_RAISE = re.compile(r"ProcessRaisedException|ProcessExitedException|ChildFailedError")
-"""A launcher's exception that wraps a child's error (torch.multiprocessing.spawn's, torchrun's)."""
+_WRAPPER_RAISE = re.compile(r"ProcessRaisedException|ProcessExitedException|ChildFailedError|ActorDiedError|RayTaskError")
+"""A launcher's exception that wraps a child's error (torch.multiprocessing.spawn's, torchrun's, Ray's for an actor
+or a task: the driver prints it, often above the worker's own error)."""
 _SOURCE_RAISE = re.compile(r"\s*raise\b")
 """A traceback's source line (`    raise RendezvousTimeoutError`): the exception it raises is the traceback's last line."""
 LAUNCHER_WRAPPERS = frozenset({"elastic-child-failed", "slurm-srun-task-exited", "mpi-job-aborted"})
