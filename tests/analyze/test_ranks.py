@@ -100,3 +100,16 @@ def test_every_rank_raising_a_checkpoint_error_still_names_the_rank_that_failed_
     diagnosis = diagnose_bytes([("console.log", "".join(blocks).encode())])
     assert diagnosis.root_cause is not None and diagnosis.root_cause.id == "permission-denied"
     assert diagnosis.initiating_rank == 2
+
+
+@pytest.mark.parametrize(
+    ("texts", "rank"),
+    [
+        (["(TrainController pid=811) [Rank 1 Error Snippet]:"], 1),
+        (["[Rank 0 Error Snippet]:", "(TrainController pid=811) [Rank 0 Error Snippet]:"], 0),
+        (["[Rank 0 Error Snippet]:", "[Rank 1 Error Snippet]:"], None),
+    ],
+)
+def test_the_one_worker_ray_train_reports_failed_is_the_suspect(texts: list[str], rank: int | None) -> None:
+    suspect = named_faulty_rank([_observation(text) for text in texts])
+    assert (suspect.rank if suspect is not None else None) == rank

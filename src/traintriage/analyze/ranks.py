@@ -30,6 +30,9 @@ _FAULTY = re.compile(r"(?:check rank (\d+) logs for faulty rank|waiting for send
 # torch.distributed.checkpoint gathers every rank's exception and raises them on all ranks as one
 # `CheckpointException ranks:dict_keys([3])` (checkpoint/api.py): the keys are the ranks that failed.
 _DCP_FAILED = re.compile(r"CheckpointException ranks:dict_keys\(\[(\d{1,7}(?:, \d{1,7})*)\]\)")
+# Ray Train's controller quotes each failed worker's error under `[Rank N Error Snippet]:` (N its world rank;
+# Ray names workers by actor and pid, not by a rank tag on their lines).
+_RAY_FAILED_WORKER = re.compile(r"\[Rank (\d{1,7}) Error Snippet\]:")
 # TORCH_DISTRIBUTED_DEBUG=DETAIL's check of each collective: every rank that compares itself with one that
 # disagrees prints `Detected mismatch between collectives on ranks. Rank A is running collective: <fingerprint>,
 # but Rank B is running collective: <fingerprint>` (ProcessGroupWrapper.cpp).
@@ -84,7 +87,7 @@ def named_faulty_rank(faulty: list[Observation]) -> SuspectRank | None:
     """A rank named as faulty: monitored_barrier's coordinator names the ranks that never
     arrived (`Ranks 1, 3 failed to pass monitoredBarrier`), which outranks the peers' pointer
     to the coordinator (`Please check rank 0 logs for faulty rank`); a distributed checkpoint
-    names the one rank whose save or load failed."""
+    names the one rank whose save or load failed, and Ray Train the one worker that failed."""
     for observation in faulty:
         match = _FAILED_BARRIER.search(observation.hit.text)
         if match:
@@ -95,6 +98,10 @@ def named_faulty_rank(faulty: list[Observation]) -> SuspectRank | None:
     if len(failed_saves) == 1:
         rank = failed_saves.pop()
         return SuspectRank(rank, None, "the only rank torch.distributed.checkpoint reports as failed", True)
+    failed_workers = {int(m.group(1)) for o in faulty for m in _RAY_FAILED_WORKER.finditer(o.hit.text)}
+    if len(failed_workers) == 1:
+        rank = failed_workers.pop()
+        return SuspectRank(rank, None, "the only worker Ray Train reports as failed", True)
     named: dict[int, int] = defaultdict(int)
     for observation in faulty:
         match = _FAULTY.search(observation.hit.text)
