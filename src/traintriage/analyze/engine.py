@@ -63,16 +63,18 @@ _AGENT_PID = re.compile(r"^\s*[EWIF]\d{4} \d{2}:\d{2}:\d{2}\.\d+ (\d+) ")
 """SIGHUP, SIGINT, SIGTERM: how a launcher or a user stops a worker, not how one dies (by number, as
 torchrun's report gives exit codes; `_COLLATERAL_SIGNAL` matches the same signals by name in text)."""
 _WAITING_CLASSES = ("gloo-connection-closed", "gloo-collective-timeout")
+"""The classes of ranks that only waited for a peer: lost connections and collective timeouts."""
 _VICTIM_CLASSES = (*_WAITING_CLASSES, "nccl-watchdog-timeout")
-WENT_ON_STEPS = 3
-"""Progress lines after a caught exception that show the run went on from it, in a log that also failed."""
 STORE_WAIT = "rendezvous-timeout"
 """A root class, yet its ranks also only waited: for peers that never joined the store, and a peer that
 raised before it joined started the failure."""
+_WAITS_FOR_A_RAISER = (*_WAITING_CLASSES, STORE_WAIT)
+"""Classes whose rankless reports yield to an exception no class explains printed above them."""
+WENT_ON_STEPS = 3
+"""Progress lines after a caught exception that show the run went on from it, in a log that also failed."""
 USER_INTERRUPT = "user-interrupt"
 _AGENT_SIGINT = frozenset({"torchrun-agent-got-sigint", "torchrun-agent-sigint-death-signal"})
 """user-interrupt's signatures of torchrun's agent receiving SIGINT (which it also reports as launcher-signal-received)."""
-"""The classes of ranks that only waited for a peer: lost connections and collective timeouts."""
 _WRAPPER_RAISE = re.compile(r"ProcessRaisedException|ProcessExitedException|ChildFailedError|ActorDiedError|RayTaskError")
 """A launcher's exception that wraps a child's error (torch.multiprocessing.spawn's, torchrun's, Ray's for an actor
 or a task: the driver prints it, often above the worker's own error)."""
@@ -632,8 +634,7 @@ def _peer_raised(root: Candidate, ranked: list[Candidate], observations: list[Ob
         return False
     if None in victims:
         first = min(root.roots, key=lambda o: o.hit.line)
-        return root.entry_id in (*_WAITING_CLASSES, STORE_WAIT) and _raised_before(first, ranked, observations, scanner,
-                                                                                  excused)
+        return root.entry_id in _WAITS_FOR_A_RAISER and _raised_before(first, ranked, observations, scanner, excused)
     return _raised_on(lambda rank: rank not in victims, ranked, observations, scanner, excused)
 
 

@@ -283,8 +283,8 @@ INTERNAL_PATTERNS: tuple[InternalPattern, ...] = (
         # ... or one of its daemons could not reach another (help-oob-tcp.txt; a firewall between the hosts)
         r"^A process or daemon was unable to complete a TCP connection|"
         r"Exception caught at file:\S{1,300}, line:\d{1,6}|(?:^|[\s\]>:])\w[\w.-]{0,100}\.py: error: |"
-        # argparse's error() under a prog name set by the script (`ArgumentParser(prog=...)`), known by argparse's
-        # own messages (Lib/argparse.py): a script name ending in .py is enough on its own, above
+        # argparse's error() under a prog name the script set (`ArgumentParser(prog=...)`), known by argparse's own
+        # messages (Lib/argparse.py); under the default prog (the script's file name) the `.py: error: ` above is enough
         r"(?:^|[\s\]>:])\w[\w.-]{0,100}: error: (?:unrecognized arguments: |the following arguments are required: |"
         r"one of the arguments |ambiguous option: |argument -{0,2}\w)|"
         r"error: subprocess-exited-with-error|ERROR: Failed building wheel for |ninja: build stopped: |"
