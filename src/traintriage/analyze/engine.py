@@ -6,6 +6,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
+from itertools import islice
 
 from traintriage.analyze import curves, refine
 from traintriage.analyze.confidence_map import calibrated
@@ -442,9 +443,11 @@ def _drop_completed(candidates: dict[str, Candidate], kb: KnowledgeBase, points:
 
 
 def _progress_after(observation: Observation, points: list[MetricPoint], steps: int = 1) -> bool:
-    return sum(p.source == observation.hit.source and p.line > observation.hit.line
-               and (p.step is not None or p.loss is not None)
-               and (observation.rank is None or p.rank == observation.rank) for p in points) >= steps
+    """At least `steps` progress points of the observation's rank after it (stops counting there)."""
+    later = (p for p in points if p.source == observation.hit.source and p.line > observation.hit.line
+             and (p.step is not None or p.loss is not None)
+             and (observation.rank is None or p.rank == observation.rank))
+    return next(islice(later, steps - 1, None), None) is not None
 
 
 _STALL_TAGS = frozenset({"hang", "stall", "deadlock", "no-progress"})
