@@ -99,3 +99,9 @@ def test_torch_2_15_oom_message_says_expandable_segments_are_on() -> None:
             "is running out of virtual address space (VSZ), expandable segments may be over-reserving VA")
     assert remedies_in_use([line]) == ["expandable-segments"]
     assert remedies_in_use([line.replace("expandable_segments is enabled. ", "")]) == []
+
+
+def test_a_remedy_in_use_after_lines_that_only_recommend_it() -> None:
+    advice = "NCCL error: unhandled system error (run with NCCL_DEBUG=INFO for details)"
+    assert remedies_in_use([advice] * 50) == []
+    assert remedies_in_use([advice] * 50 + ["NCCL_DEBUG=INFO torchrun --nproc-per-node 8 train.py"]) == ["nccl-debug-info"]

@@ -80,3 +80,13 @@ def test_a_warning_marked_by_its_level_letter_is_not_a_failure() -> None:
                  "W0806 20:07:54.546301 148486 api.py:897] shard upload failed, will resend",
                  "2023-06-06 21:40:11.700414: W tensorflow/core/kernels/data/cache.cc:81] failed to flush cache"):
         assert tail_evidence(["step 10 loss 2.1", last], 2) == [], last
+
+
+def test_a_log_that_stops_while_ray_waits_for_resources_no_node_has_failed() -> None:
+    warning = ("(autoscaler +5m12s) Warning: The following resource request cannot be scheduled right now: "
+               "{'GPU': 2.0, 'CPU': 1.0}. This is likely due to all cluster resources being claimed by actors.")
+    demands = " {'CPU': 4.0} * 2 (PACK): 1+ pending placement groups"
+    assert tail_evidence(["Demands:", demands], 2) == [(2, demands, False)]
+    assert tail_evidence([warning, "Usage:", " 8.0/8.0 CPU"], 3) == [(1, warning, False)]
+    # while the cluster scales up: the run's own lines go on past the warning
+    assert tail_evidence([warning] + ["(RayTrainWorker pid=812) step 3 loss 2.04"] * 20, 21) == []

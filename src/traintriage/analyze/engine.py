@@ -538,6 +538,8 @@ def resolve(ranked: list[Candidate], kb: KnowledgeBase) -> tuple[Candidate | Non
     natured_root = [c for c in ranked if c.nature is Nature.root]
     consequences = [c for c in ranked if c.nature is Nature.collateral]
     root = (natured_root or consequences or ranked)[0]
+    if not natured_root and root.entry_id in _VICTIM_CLASSES:
+        root = _death_before(root, consequences) or root
     root = _cause_of(root, ranked, kb)
     explains = _explained_by(root, kb)
     collateral: list[tuple[Candidate, str]] = []
@@ -547,6 +549,18 @@ def resolve(ranked: list[Candidate], kb: KnowledgeBase) -> tuple[Candidate | Non
         if candidate.nature is not Nature.root or candidate.entry_id in explains:
             collateral.append((candidate, root.entry_id))
     return root, collateral
+
+
+def _death_before(victim: Candidate, consequences: list[Candidate]) -> Candidate | None:
+    """A process death reported (not a stop signal sent to it) above the first of the victims' lost
+    connections or timeouts in the same file: the peer whose death they waited on (Ray's raylet reports a
+    killed worker before the survivors' Gloo reads fail)."""
+    first = min(victim.roots, key=position, default=None)
+    if first is None:
+        return None
+    return next((c for c in consequences if c.entry_id not in _VICTIM_CLASSES and c.entry_id not in LAUNCHER_WRAPPERS
+                 and any(o.hit.source == first.hit.source and o.hit.line < first.hit.line
+                         and not _COLLATERAL_SIGNAL.search(o.hit.text) for o in c.roots)), None)
 
 
 def _cause_of(chosen: Candidate, ranked: list[Candidate], kb: KnowledgeBase) -> Candidate:

@@ -234,10 +234,14 @@ def remedies_in_use(texts: list[str], joined: str | None = None) -> list[str]:
     joined = "\n".join(texts) if joined is None else joined
     found = []
     for name, pattern, advice in _REMEDIES:
-        if not _rx(pattern).search(joined):
-            continue
-        if advice is None or any(_rx(pattern).search(text) and not _rx(advice).search(text) for text in texts):
-            found.append(name)
+        # The lines holding a match, found in the joined text: searching every kept line on its
+        # own cost a search per line (13,000 on a fleet of small logs) for each remedy.
+        for match in _rx(pattern).finditer(joined):
+            start = joined.rfind("\n", 0, match.start()) + 1
+            stop = joined.find("\n", match.start())
+            if advice is None or not _rx(advice).search(joined[start : stop if stop >= 0 else len(joined)]):
+                found.append(name)
+                break
     return found
 
 

@@ -9,6 +9,7 @@ the log stops:
 - an error report of a tool or library that stops the program: `uncaught exception`, a line
   that opens with `<Name> Error (N)` (TensorRT's `[E] ... Error Code N:` is not one: its
   builder logs an out-of-memory tactic that way, skips it and goes on);
+- Ray's scheduler waiting for resources no node has (STUCK_ON_RESOURCES);
 - a last line at error level (`ERROR`, `FATAL`, `CRITICAL`) or one that reports an error or
   a failure in words (`Unknown OpenCL Error (221)`, `sbatch: error: Batch job submission
   failed: ...`, `Shard 0 failed to start`), unless it is a warning or an info or debug line
@@ -43,6 +44,13 @@ QUALIFIED_EXCEPTION = re.compile(r"(?:[a-z_][a-z0-9_]{0,40}\.){1,8}_?[A-Z][A-Za-
 NOT_AN_ERROR = "Warning: "
 """A qualified class a run that goes on prints: a warning (`sklearn.exceptions.ConvergenceWarning:`)."""
 UNCAUGHT = re.compile(r"\buncaught exception\b")
+STUCK_ON_RESOURCES = ("cannot be scheduled right now", "pending placement groups", "pending tasks/actors",
+                      "Waiting for creating a placement group")
+"""Ray's scheduler still waiting for CPUs or GPUs no node can give, where the log stops: the autoscaler's
+warning (`The following resource request cannot be scheduled right now: {'GPU': 1.0}`), its status
+report's `Demands:` (`{'CPU': 2.0} * 1 (SPREAD): 1+ pending placement groups`), Ray Train's
+`Waiting for creating a placement group of specs for 150 seconds`. A healthy run shows them only while
+it scales up, and ends with its own lines after them."""
 NAMED_ERROR_CODE = re.compile(r"\s{0,16}[A-Z][A-Za-z]{0,30}(?: [A-Z][A-Za-z]{0,30})? ?Error ?\(\d{1,5}\)")
 # A last line that opens with its level, after at most a container tag (`algo-1  | `), a time
 # stamp and a bracketed logger name (`[TensorRT] ERROR: ...`).
@@ -77,6 +85,7 @@ def tail_evidence(lines: list[str], last_line: int) -> list[tuple[int, str, bool
         if qualified and NOT_AN_ERROR not in qualified.group():
             found.append((first + index, text, True))
         elif (("uncaught exception" in text and UNCAUGHT.search(text)) or NAMED_ERROR_CODE.match(text)
+              or any(stuck in text for stuck in STUCK_ON_RESOURCES)
               or (index == last_text and reports_a_failure(text))):
             found.append((first + index, text, False))
     return found
