@@ -179,7 +179,11 @@ def failure_evidence(
     for point in points:
         if point.step is not None or point.loss is not None:
             last_progress[point.source] = max(last_progress.get(point.source, 0), point.line)
-    return [o for o in evidence if last_progress.get(o.hit.source, 0) <= o.hit.line]
+    return [o for o in evidence if last_progress.get(o.hit.source, 0) <= o.hit.line or _RUN_SUMMARY.search(o.hit.text)]
+
+
+# A failure a run reports in its summary, after every trial: the best trial's metrics may follow it.
+_RUN_SUMMARY = re.compile(r"\bTrials did not complete: \[")
 
 
 def _never_finished(evidence: list[Observation], completed: list[Observation], exits: list[Observation],

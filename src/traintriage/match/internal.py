@@ -238,6 +238,8 @@ INTERNAL_PATTERNS: tuple[InternalPattern, ...] = (
         r"={9} {1,8}(?:Invalid __\w{1,10}__ |Uninitialized __\w{1,10}__ memory read|Program hit cuda|ERROR SUMMARY: [1-9])|"
         r"\bNCCL error in: \S{1,300}:\d{1,6}, |\bFailed: (?:Cuda|NCCL|HIP|MPI) error \S{1,300}:\d{1,6} '|"
         r"\bOMP: Error #\d{1,4}: |"
+        # Ray Tune's run()/Tuner.fit() when trials errored and raise_on_failed_trial is off: logged, not raised
+        r"\bTrials did not complete: \[|"
         # LightGBM's fatal log line (Log::Fatal throws), and its command-line program's catch-all, which prints
         # `Met Exceptions:` and the message on the next line (src/main.cpp)
         r"\[LightGBM\] \[Fatal\] |^Met Exceptions:\s{0,8}$|"
