@@ -10,7 +10,8 @@ entirely inside installed tools (a launcher, a serving CLI), or by a library ref
 script gave it, is an unknown failure. And a Slurm step cancelled right after one of its tasks
 exited with an error was cancelled because of that task (srun's kill-on-bad-exit), not by
 an outside signal. And torch.save's iostream error after `File too large` (EFBIG) is a write past a
-file-size limit, not a full disk; a JSONDecodeError outside any data reading is no corrupt sample.
+file-size limit, not a full disk; a JSONDecodeError outside any data reading is no corrupt sample. And
+an Orbax restore whose differing paths are all under the optimizer state restored the model.
 """
 
 from __future__ import annotations
@@ -122,6 +123,7 @@ def apply(candidates: dict[str, Candidate], kb: KnowledgeBase) -> frozenset[str]
     _pickled_for_another_reason(candidates)
     _read_by_a_dataset(candidates, kb)
     _json_outside_the_data(candidates)
+    _optimizer_tree_only(candidates, kb)
     return frozenset(before - set(candidates))
 
 
@@ -299,6 +301,32 @@ def _refine_oom(candidates: dict[str, Candidate], kb: KnowledgeBase) -> None:
     if loser is not None:
         winner.score = max(winner.score, loser.score)
         loser.score = winner.score * 0.5  # the numbers decided: the other reading is a weak rival
+
+
+STATE_DICT = "state-dict-mismatch"
+OPTIMIZER_STATE = "optimizer-state-mismatch"
+# One path of Orbax's tree-mismatch report, alone on its line (`opt_state[0]:`, `1.opt_state.1:`,
+# `params.Dense_0.kernel:`); its `- Source: ...` and `- Target: ...` lines follow it.
+_TREE_PATH = re.compile(r"\s{0,8}([\w.\[\]'\"-]{1,300}):\s*$")
+_OPTIMIZER_PATH = re.compile(r"(?:\d{1,4}\.)?opt_state\b")
+
+
+def _optimizer_tree_only(candidates: dict[str, Candidate], kb: KnowledgeBase) -> None:
+    """Orbax lists each path where the tree to restore into and the saved one differ: when every path it
+    shows is under the optimizer state, the model's own tree matched and the optimizer changed (another
+    optax chain, a different optimizer), which is optimizer-state-mismatch."""
+    mismatch = candidates.get(STATE_DICT)
+    if mismatch is None or OPTIMIZER_STATE not in kb.entries or OPTIMIZER_STATE in candidates or not mismatch.roots:
+        return
+    for observation in mismatch.roots:
+        if "tree structures do not match" not in observation.hit.text:
+            return
+        paths = [m.group(1) for m in map(_TREE_PATH.match, observation.hit.after) if m]
+        if not paths or not all(_OPTIMIZER_PATH.match(path) for path in paths):
+            return
+    del candidates[STATE_DICT]
+    candidates[OPTIMIZER_STATE] = _as_class(mismatch, OPTIMIZER_STATE,
+                                            "every path Orbax reports as differing is under the optimizer state")
 
 
 def _as_class(source: Candidate, entry_id: str, reason: str) -> Candidate:
