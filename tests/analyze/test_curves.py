@@ -73,6 +73,14 @@ def test_one_late_nan_grad_norm_is_not_persistent() -> None:
     assert curves.persistent_nonfinite_grad(_series([2.3, 2.2], grads=[1.1, float("nan")])) is None
 
 
+def test_a_nan_grad_norm_logged_with_a_loss_of_exactly_zero_is_a_nan_onset() -> None:
+    # HF Trainer logs 0.0 when every loss of the window was NaN (logging_nan_inf_filter)
+    finding = curves.persistent_nonfinite_grad(_series([2.3, 0.0], grads=[1.1, float("nan")]))
+    assert finding is not None and finding.step == 1
+    assert curves.persistent_nonfinite_grad(_series([0.0], grads=[float("nan")])) is not None
+    assert curves.persistent_nonfinite_grad(_series([2.2], grads=[float("nan")])) is None
+
+
 def _lockstep(slow_rank: int | None, onset: int, wait: float) -> list[MetricPoint]:
     """Four ranks in lockstep: every step takes as long as the slowest rank's; from `onset` on,
     `slow_rank` waits `wait` seconds for each batch."""

@@ -76,16 +76,17 @@ def first_nonfinite(points: list[MetricPoint]) -> CurveFinding | None:
 
 def persistent_nonfinite_grad(points: list[MetricPoint]) -> CurveFinding | None:
     """Grad norm NaN/Inf from some step to the end of the log (three points at least, or
-    every point of a curve of two or more), while the logged loss may stay finite (HF
-    Trainer's `logging_nan_inf_filter` hides NaN losses)."""
+    every point of a curve of two or more, or a last point whose loss is exactly 0), while the
+    logged loss may stay finite (HF Trainer's `logging_nan_inf_filter` hides NaN losses: when every
+    loss of a logging window was NaN it logs `{'loss': 0.0, 'grad_norm': nan}`)."""
     for series in by_rank(points).values():
         grads = [p for p in series if p.grad_norm is not None]
-        if len(grads) < 2 or math.isfinite(grads[-1].grad_norm or 0.0):
+        if not grads or math.isfinite(grads[-1].grad_norm or 0.0):
             continue
         onset = len(grads) - 1
         while onset > 0 and not math.isfinite(grads[onset - 1].grad_norm or 0.0):
             onset -= 1
-        if len(grads) - onset >= 3 or onset == 0:
+        if len(grads) - onset >= 3 or (onset == 0 and len(grads) >= 2) or grads[-1].loss == 0.0:
             first = grads[onset]
             return CurveFinding("loss-nan", first.rank, first.step,
                                 f"grad norm became {first.grad_norm} at step {first.step} and stayed non-finite", first)
