@@ -22,7 +22,7 @@ from dataclasses import replace
 
 from traintriage.analyze.observations import Observation
 from traintriage.match.compiler import Scanner
-from traintriage.match.internal import HYDRA_CLOSING, Internal
+from traintriage.match.internal import HYDRA_CLOSING, TRIALS_UNFINISHED, Internal
 from traintriage.parse.metrics import MetricPoint
 from traintriage.parse.prefix import parse_prefix
 from traintriage.parse.traceback import TRACEBACK_HEADER
@@ -182,8 +182,8 @@ def failure_evidence(
     return [o for o in evidence if last_progress.get(o.hit.source, 0) <= o.hit.line or _RUN_SUMMARY.search(o.hit.text)]
 
 
-# A failure a run reports in its summary, after every trial: the best trial's metrics may follow it.
-_RUN_SUMMARY = re.compile(r"\bTrials did not complete: \[")
+_RUN_SUMMARY = re.compile(TRIALS_UNFINISHED)
+"""A failure a run reports in its summary, after every trial: the best trial's metrics may follow it."""
 
 
 def _never_finished(evidence: list[Observation], completed: list[Observation], exits: list[Observation],

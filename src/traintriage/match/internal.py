@@ -45,6 +45,9 @@ HOROVOD_TENSOR = (r"(?:Horovod(?:Allreduce|Allgather|Broadcast|Alltoall|ReduceSc
 
 NOT_ENDING_IN_WARNING = "(?:[^\\Wg]|[^\\Wn]g|[^\\Wi]ng|[^\\Wn]ing|[^\\Wr]ning|[^\\Wa]rning|[^\\WW]arning)"
 """The last characters of a class name that is not `...Warning` (Hyperscan has no lookbehind)."""
+TRIALS_UNFINISHED = r"\bTrials did not complete: \["
+"""Ray Tune's run()/Tuner.fit() when trials errored and raise_on_failed_trial is off: logged, not raised, in
+the summary after every trial (analyze/salient.py keeps it as evidence though the best trial's metrics follow)."""
 HYDRA_CLOSING = "Set the environment variable HYDRA_FULL_ERROR=1"
 """Hydra's closing line after an error it caught (`... for a complete stack trace.`); analyze/salient.py
 shows the message printed above it instead."""
@@ -237,9 +240,7 @@ INTERNAL_PATTERNS: tuple[InternalPattern, ...] = (
         # compute-sanitizer (and cuda-memcheck) reports, each line under `========= `
         r"={9} {1,8}(?:Invalid __\w{1,10}__ |Uninitialized __\w{1,10}__ memory read|Program hit cuda|ERROR SUMMARY: [1-9])|"
         r"\bNCCL error in: \S{1,300}:\d{1,6}, |\bFailed: (?:Cuda|NCCL|HIP|MPI) error \S{1,300}:\d{1,6} '|"
-        r"\bOMP: Error #\d{1,4}: |"
-        # Ray Tune's run()/Tuner.fit() when trials errored and raise_on_failed_trial is off: logged, not raised
-        r"\bTrials did not complete: \[|"
+        r"\bOMP: Error #\d{1,4}: |" + TRIALS_UNFINISHED + "|"
         # LightGBM's fatal log line (Log::Fatal throws), and its command-line program's catch-all, which prints
         # `Met Exceptions:` and the message on the next line (src/main.cpp)
         r"\[LightGBM\] \[Fatal\] |^Met Exceptions:\s{0,8}$|"
