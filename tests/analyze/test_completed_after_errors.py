@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from traintriage.pipeline import diagnose
 
 PROBE = ["2026-01-04 10:00:01,100 WARNING [train] CUDA probe failed, continuing on CPU: "
@@ -38,6 +40,15 @@ CAUGHT = ["2026-01-04 10:00:03,100 ERROR [eval] metric 'rare_f1' failed, left ou
 def test_an_exception_the_process_logged_before_it_reported_training_finished_is_not_the_failure(
         tmp_path: Path) -> None:
     assert _status(tmp_path, STEPS + CAUGHT + DONE) == "no-failure"
+
+
+@pytest.mark.parametrize("done", ["2026-01-04 10:00:07,100 INFO [train] training done",
+                                  "2026-01-04 10:00:07,100 INFO [train] Training complete after 20 steps"])
+def test_a_caught_exception_before_the_scripts_own_training_done_line_is_not_the_failure(
+        tmp_path: Path, done: str) -> None:
+    """`traceback.print_exc()` in an except block, no logger line before it: only the finish line says the run went on."""
+    printed = CAUGHT[1:] + ["2026-01-04 10:00:03,200 WARNING [eval] rare_f1 left out this epoch"]
+    assert _status(tmp_path, STEPS[:2] + printed + STEPS[2:] + [done]) == "no-failure"
 
 
 def test_a_wrapper_reporting_that_training_finished_with_errors_recovers_nothing(tmp_path: Path) -> None:

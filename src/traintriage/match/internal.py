@@ -123,7 +123,7 @@ INTERNAL_PATTERNS: tuple[InternalPattern, ...] = (
     InternalPattern(
         Internal.completion,
         r"(?:Training completed\.|`Trainer\.fit` stopped|'train_runtime'|\btrain_runtime\s*=|Finished training|"
-        r"training (?:finished|complete)|\bdone training\b|Training finished|"
+        r"[Tt]raining (?:finished|complete|done)\b|\bdone training\b|"
         r"Waiting for W&B process to finish\.\.\. \(success\))",
         16,
     ),
