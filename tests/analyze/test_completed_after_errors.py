@@ -98,3 +98,14 @@ def test_a_logged_exception_after_training_finished_is_not(tmp_path: Path) -> No
     logged = ["2026-01-04 10:00:08,100 ERROR [export] TorchScript export failed, keeping the eager checkpoint",
               *UNCAUGHT]
     assert _status(tmp_path, STEPS + DONE + logged) == "no-failure"
+
+
+def test_a_notebook_traceback_showing_the_line_that_would_print_training_complete_recovers_nothing(
+        tmp_path: Path) -> None:
+    cell = ["Stopping app - uncaught exception raised locally: PermissionError('no GPU quota left in this project').",
+            "PermissionError                           Traceback (most recent call last)",
+            "Cell In[7], line 2",
+            "      1 print('--- training ---')",
+            "----> 2 result = job.train()",
+            "      3 print('--- Training complete ---')"]
+    assert _status(tmp_path, STEPS + cell) != "no-failure"

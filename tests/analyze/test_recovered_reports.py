@@ -112,3 +112,30 @@ def test_a_timer_s_stack_dump_after_the_last_step_is_a_hang(tmp_path: Path) -> N
     path.write_text("\n".join(PROGRESS[:20] + _timer_dump() + _timer_dump()) + "\n")
     diagnosis = diagnose([str(path)])
     assert diagnosis.root_cause is not None and diagnosis.root_cause.id == "training-hang"
+
+
+SKIPPED_SAMPLE_WARNING = [
+    "2026-05-02 11:04:09,118 WARNING loader-1 data - corrupt image /data/train/cat_0311.jpg: "
+    "OSError('image file is truncated (212 bytes not processed)'); substituting sample 312",
+]
+STEPS = [f"2026-05-02 11:04:{10 + step:02d},400 INFO train - step {step} loss {1.9 - step / 50:.3f}" for step in range(1, 9)]
+CTRL_C = ["Traceback (most recent call last):",
+          '  File "/srv/job/train.py", line 88, in main',
+          "    loss.backward()",
+          "KeyboardInterrupt"]
+
+
+def _root(tmp_path: Path, lines: list[str]) -> str | None:
+    path = tmp_path / "train.log"
+    path.write_text("\n".join(lines) + "\n")
+    root = diagnose([str(path)]).root_cause
+    return root.id if root is not None else None
+
+
+def test_an_error_a_logger_reported_as_a_warning_before_more_training_is_not_why_the_run_stopped(
+        tmp_path: Path) -> None:
+    assert _root(tmp_path, STEPS[:2] + SKIPPED_SAMPLE_WARNING + STEPS[2:] + CTRL_C) == "user-interrupt"
+
+
+def test_a_warning_no_training_followed_is_still_the_failure(tmp_path: Path) -> None:
+    assert _root(tmp_path, STEPS + SKIPPED_SAMPLE_WARNING) == "corrupt-data-sample"

@@ -27,6 +27,7 @@ from traintriage.analyze.salient import (
     excused_orders,
     failure_evidence,
     finished_after,
+    logged_as_warning,
     logged_with_traceback,
     position,
     reports_at_the_end,
@@ -170,7 +171,7 @@ def analyze(
     completions = completion_lines(observations, scanner)
     evidence = failure_evidence(observations, scanner, points, excused, completions)
     _settle_excused(candidates, kb, points, bool(completions), bool(evidence))
-    _drop_recovered(candidates, kb, points, 1 if not evidence else WENT_ON_STEPS)
+    _drop_recovered(candidates, kb, points, failed_later=bool(evidence))
     if not evidence:
         _drop_timer_dumps(candidates, points)
         _drop_restarted(candidates, observations, scanner, points, completions)
@@ -344,12 +345,22 @@ def _settle_excused(
 
 
 def _drop_recovered(candidates: dict[str, Candidate], kb: KnowledgeBase, points: list[MetricPoint],
-                    steps: int) -> None:
+                    failed_later: bool) -> None:
     """An exception the run went on from: a class whose every line is an exception a logger printed with
-    its traceback (`logger.exception`, `exc_info=True`: the program caught it) and is followed by `steps`
-    lines of training progress of the same rank is not what stopped the run. When the log shows a failure
-    it did not recover from, one step is not enough: a rank that dies leaves its peers' next line behind."""
-    _drop_if_every_line(candidates, kb, lambda o: logged_with_traceback(o) and _progress_after(o, points, steps))
+    its traceback (`logger.exception`, `exc_info=True`: the program caught it) or a record at warning level
+    (`corrupt image ...; substituting sample 80`), and is followed by training progress of the same rank, is
+    not what stopped the run. When the log shows a failure it did not recover from, one step is not enough:
+    a rank that dies leaves its peers' next line behind. A stop from outside (a Ctrl-C, a time limit, an
+    eviction) is announced by a warning and followed by an orderly shutdown's last reports: its warning
+    does not count."""
+    steps = WENT_ON_STEPS if failed_later else 1
+
+    def went_on(warnings_too: bool) -> Callable[[Observation], bool]:
+        return lambda o: (logged_with_traceback(o) or (warnings_too and logged_as_warning(o))) \
+            and _progress_after(o, points, steps)
+
+    _drop_if_every_line(candidates, kb, went_on(False))
+    _drop_if_every_line(candidates, kb, went_on(True), only=lambda entry: entry is None or entry.category.value != "cluster")
 
 
 _TIMER_DUMP = re.compile(r"Timeout \(\d+:\d{2}:\d{2}(?:\.\d+)?\)!")
@@ -366,11 +377,13 @@ def _drop_timer_dumps(candidates: dict[str, Candidate], points: list[MetricPoint
 
 
 def _drop_if_every_line(candidates: dict[str, Candidate], kb: KnowledgeBase,
-                        went_on: Callable[[Observation], bool]) -> None:
+                        went_on: Callable[[Observation], bool],
+                        only: Callable[[Entry | None], bool] = lambda entry: True) -> None:
     """Drop each root-natured class (not a stall: its failure is the missing progress) whose every line
-    the run went on from."""
+    the run went on from, among the classes `only` accepts."""
     for entry_id, candidate in list(candidates.items()):
-        if candidate.nature is not Nature.root or not candidate.roots or _is_stall(kb.get(entry_id)):
+        entry = kb.get(entry_id)
+        if candidate.nature is not Nature.root or not candidate.roots or _is_stall(entry) or not only(entry):
             continue
         if all(went_on(o) for o in candidate.roots):
             del candidates[entry_id]

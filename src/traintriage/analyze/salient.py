@@ -123,6 +123,8 @@ _ABORTED = re.compile(r"terminate called after throwing an instance of|^Fatal Py
 _LOG_RECORD = re.compile(r"(?:^|[\s|\[])(?:ERROR|WARNING|WARN|CRITICAL|EXCEPTION)(?:[\s|\]:]|$)")
 # Python's own headers of a traceback that did not end the process: a thread's, an exit handler's.
 _SURVIVED = re.compile(r"^(?:Exception in thread |Error in atexit\._run_exitfuncs|Exception ignored in)")
+_RECORD_REACH = 2048
+"""Characters of a line searched for its level: a progress bar's redraws can come before the record glued to it."""
 _CHAINED = ("During handling of the above exception", "The above exception was the direct cause")
 
 
@@ -140,6 +142,18 @@ def logged_with_traceback(observation: Observation) -> bool:
     """The log record above the traceback: a logger printed the exception."""
     above = _above_traceback(observation.hit.before)
     return above is not None and _LOG_RECORD.search(above[:300]) is not None
+
+
+# A record at warning level and none higher on the line itself (`... WARNING worker-2 loader - corrupt image ...:
+# OSError('image file is truncated'); substituting sample 80`): the program reported what it worked around.
+_WARNING_RECORD = re.compile(r"(?:^|[\s|\[\]])(?:WARNING|WARN)(?:[\s|\]:]|$)")
+_GRAVER_RECORD = re.compile(r"(?:^|[\s|\[\]])(?:ERROR|CRITICAL|FATAL|EXCEPTION)(?:[\s|\]:]|$)")
+
+
+def logged_as_warning(observation: Observation) -> bool:
+    """The line is a log record at warning level: a logger reported an error the program handled."""
+    text = observation.hit.text
+    return _WARNING_RECORD.search(text[:_RECORD_REACH]) is not None and _GRAVER_RECORD.search(text[:_RECORD_REACH]) is None
 
 
 def _uncaught(observation: Observation, raised: set[int]) -> bool:
@@ -197,8 +211,9 @@ def _never_finished(evidence: list[Observation], completed: list[Observation], e
 
 
 # A line with a completion pattern's words that reports no completion of training: a wrapper's
-# reader thread for the training process, a step that finished with errors. Applied with .search to one line.
-_NOT_COMPLETED = re.compile(r"(?i)\berrors?\b|\bfail|non-zero|\bthread\b")
+# reader thread for the training process, a step that finished with errors, a traceback's source line that
+# would have printed it. Applied with .search to one line.
+_NOT_COMPLETED = re.compile(r"(?i)\berrors?\b|\bfail|non-zero|\bthread\b|\bprint\(|\.(?:info|warning|write|log)\(")
 
 
 def completion_lines(observations: list[Observation], scanner: Scanner) -> list[Observation]:
