@@ -75,6 +75,8 @@ _WAITS_FOR_A_RAISER = (*_WAITING_CLASSES, STORE_WAIT)
 WENT_ON_STEPS = 3
 """Progress lines after a caught exception that show the run went on from it, in a log that also failed."""
 USER_INTERRUPT = "user-interrupt"
+_WARNED_ON = frozenset({"cluster", "environment"})
+"""Categories whose warning the run trains on after without having recovered (see _drop_recovered)."""
 _AGENT_SIGINT = frozenset({"torchrun-agent-got-sigint", "torchrun-agent-sigint-death-signal"})
 """user-interrupt's signatures of torchrun's agent receiving SIGINT (which it also reports as launcher-signal-received)."""
 _WRAPPER_RAISE = re.compile(r"ProcessRaisedException|ProcessExitedException|ChildFailedError|ActorDiedError|RayTaskError")
@@ -350,9 +352,10 @@ def _drop_recovered(candidates: dict[str, Candidate], kb: KnowledgeBase, points:
     its traceback (`logger.exception`, `exc_info=True`: the program caught it) or a record at warning level
     (`corrupt image ...; substituting sample 80`), and is followed by training progress of the same rank, is
     not what stopped the run. When the log shows a failure it did not recover from, one step is not enough:
-    a rank that dies leaves its peers' next line behind. A stop from outside (a Ctrl-C, a time limit, an
-    eviction) is announced by a warning and followed by an orderly shutdown's last reports: its warning
-    does not count."""
+    a rank that dies leaves its peers' next line behind. Two kinds of warning do not count (_WARNED_ON): a
+    stop from outside (a Ctrl-C, a time limit, an eviction), announced by a warning and followed by an
+    orderly shutdown's last reports, and an environment the run goes on without (`CUDA probe failed,
+    continuing on CPU`), which it does degraded."""
     steps = WENT_ON_STEPS if failed_later else 1
 
     def went_on(warnings_too: bool) -> Callable[[Observation], bool]:
@@ -360,7 +363,8 @@ def _drop_recovered(candidates: dict[str, Candidate], kb: KnowledgeBase, points:
             and _progress_after(o, points, steps)
 
     _drop_if_every_line(candidates, kb, went_on(False))
-    _drop_if_every_line(candidates, kb, went_on(True), only=lambda entry: entry is None or entry.category.value != "cluster")
+    _drop_if_every_line(candidates, kb, went_on(True),
+                        only=lambda entry: entry is None or entry.category.value not in _WARNED_ON)
 
 
 _TIMER_DUMP = re.compile(r"Timeout \(\d+:\d{2}:\d{2}(?:\.\d+)?\)!")
