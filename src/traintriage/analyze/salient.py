@@ -123,8 +123,6 @@ _ABORTED = re.compile(r"terminate called after throwing an instance of|^Fatal Py
 _LOG_RECORD = re.compile(r"(?:^|[\s|\[])(?:ERROR|WARNING|WARN|CRITICAL|EXCEPTION)(?:[\s|\]:]|$)")
 # Python's own headers of a traceback that did not end the process: a thread's, an exit handler's.
 _SURVIVED = re.compile(r"^(?:Exception in thread |Error in atexit\._run_exitfuncs|Exception ignored in)")
-_RECORD_REACH = 2048
-"""Characters of a line searched for its level: a progress bar's redraws can come before the record glued to it."""
 _CHAINED = ("During handling of the above exception", "The above exception was the direct cause")
 
 
@@ -148,12 +146,14 @@ def logged_with_traceback(observation: Observation) -> bool:
 # OSError('image file is truncated'); substituting sample 80`): the program reported what it worked around.
 _WARNING_RECORD = re.compile(r"(?:^|[\s|\[\]])(?:WARNING|WARN)(?:[\s|\]:]|$)")
 _GRAVER_RECORD = re.compile(r"(?:^|[\s|\[\]])(?:ERROR|CRITICAL|FATAL|EXCEPTION)(?:[\s|\]:]|$)")
+_RECORD_REACH = 2048
+"""Characters of a line searched for its level: a progress bar's redraws can come before the record glued to it."""
 
 
 def logged_as_warning(observation: Observation) -> bool:
     """The line is a log record at warning level: a logger reported an error the program handled."""
-    text = observation.hit.text
-    return _WARNING_RECORD.search(text[:_RECORD_REACH]) is not None and _GRAVER_RECORD.search(text[:_RECORD_REACH]) is None
+    head = observation.hit.text[:_RECORD_REACH]
+    return _WARNING_RECORD.search(head) is not None and _GRAVER_RECORD.search(head) is None
 
 
 def _uncaught(observation: Observation, raised: set[int]) -> bool:
