@@ -139,3 +139,16 @@ def test_an_error_a_logger_reported_as_a_warning_before_more_training_is_not_why
 
 def test_a_warning_no_training_followed_is_still_the_failure(tmp_path: Path) -> None:
     assert _root(tmp_path, STEPS + SKIPPED_SAMPLE_WARNING) == "corrupt-data-sample"
+
+
+def test_a_run_that_trained_on_after_warning_of_a_corrupt_sample_is_healthy(tmp_path: Path) -> None:
+    path = tmp_path / "train.log"
+    path.write_text("\n".join(STEPS[:2] + SKIPPED_SAMPLE_WARNING + STEPS[2:]) + "\n")
+    assert diagnose([str(path)]).status.value == "no-failure"
+
+
+def test_a_warning_that_announces_a_stop_from_outside_is_the_stop_though_reports_follow(tmp_path: Path) -> None:
+    """Ray Tune prints its last trial results after the warning that it is ending the run."""
+    stop = ["2026-05-02 11:04:12,006\tWARNING tune.py:219 -- Stop signal received (e.g. via SIGINT/Ctrl+C), ending "
+            "Ray Tune run. This will try to checkpoint the experiment state one last time."]
+    assert _root(tmp_path, STEPS[:3] + stop + STEPS[3:5]) == "user-interrupt"
