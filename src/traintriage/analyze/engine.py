@@ -358,13 +358,11 @@ def _drop_recovered(candidates: dict[str, Candidate], kb: KnowledgeBase, points:
     continuing on CPU`), which it does degraded."""
     steps = WENT_ON_STEPS if failed_later else 1
 
-    def went_on(warnings_too: bool) -> Callable[[Observation], bool]:
-        return lambda o: (logged_with_traceback(o) or (warnings_too and logged_as_warning(o))) \
-            and _progress_after(o, points, steps)
+    def went_on(observation: Observation, entry: Entry | None) -> bool:
+        warned = logged_as_warning(observation) and (entry is None or entry.category.value not in _WARNED_ON)
+        return (warned or logged_with_traceback(observation)) and _progress_after(observation, points, steps)
 
-    _drop_if_every_line(candidates, kb, went_on(False))
-    _drop_if_every_line(candidates, kb, went_on(True),
-                        only=lambda entry: entry is None or entry.category.value not in _WARNED_ON)
+    _drop_if_every_line(candidates, kb, went_on)
 
 
 _TIMER_DUMP = re.compile(r"Timeout \(\d+:\d{2}:\d{2}(?:\.\d+)?\)!")
@@ -381,15 +379,14 @@ def _drop_timer_dumps(candidates: dict[str, Candidate], points: list[MetricPoint
 
 
 def _drop_if_every_line(candidates: dict[str, Candidate], kb: KnowledgeBase,
-                        went_on: Callable[[Observation], bool],
-                        only: Callable[[Entry | None], bool] = lambda entry: True) -> None:
+                        went_on: Callable[[Observation, Entry | None], bool]) -> None:
     """Drop each root-natured class (not a stall: its failure is the missing progress) whose every line
-    the run went on from, among the classes `only` accepts."""
+    the run went on from (`went_on` of the line and the class's entry)."""
     for entry_id, candidate in list(candidates.items()):
         entry = kb.get(entry_id)
-        if candidate.nature is not Nature.root or not candidate.roots or _is_stall(entry) or not only(entry):
+        if candidate.nature is not Nature.root or not candidate.roots or _is_stall(entry):
             continue
-        if all(went_on(o) for o in candidate.roots):
+        if all(went_on(o, entry) for o in candidate.roots):
             del candidates[entry_id]
 
 
@@ -455,7 +452,7 @@ def _drop_completed(candidates: dict[str, Candidate], kb: KnowledgeBase, points:
     with its traceback by a logger, and then by the run's own report that training finished did not
     stop the run (a probe that failed and was worked around, an error a library or the script caught)."""
     if completions:
-        _drop_if_every_line(candidates, kb, lambda o: (_progress_after(o, points) or logged_with_traceback(o)) and any(
+        _drop_if_every_line(candidates, kb, lambda o, _entry: (_progress_after(o, points) or logged_with_traceback(o)) and any(
             finished_after(o, c) for c in completions))
 
 
