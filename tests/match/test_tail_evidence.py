@@ -54,7 +54,9 @@ def test_a_bracketed_logger_name_may_precede_the_level_of_the_last_line() -> Non
 
 def test_a_last_line_that_reports_a_failure_in_words_is_evidence() -> None:
     for last in ("sbatch: error: Batch job submission failed: Invalid account or account/partition combination",
-                 "Unknown OpenCL Error (221)", "launcher: shard 0 failed to start"):
+                 "Unknown OpenCL Error (221)", "launcher: shard 0 failed to start",
+                 "Launching task function was not successful:",
+                 "ssh: connect to host 10.0.3.7 port 22: Connection refused"):
         assert tail_evidence(["step 10 loss 2.1", last], 2) == [(2, last, False)]
 
 
