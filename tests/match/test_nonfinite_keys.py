@@ -26,6 +26,8 @@ NAN_SHAPES = [
     "[INFO] [trainer.py:412] step 120 | loss nan | grad_norm 1.18 | lr 3.0e-04 | tokens/s 91582",
     "step 120 loss  -nan grad_norm 0.9",
     "[default3]:step 120 loss: inf | grad_norm: inf",
+    "INFO:root:[Epoch 2][Batch 40], Speed: 96.1 samples/sec, CrossEntropy=nan, SmoothL1=nan",
+    "2025-03-02 11:04:51,112 INFO: [train..][epoch:  1, iter:   2,400, lr:(1.000e-04,)] l_pix: nan l_percep: 3.1e-01",
 ]
 
 

@@ -21,10 +21,13 @@ _NUMBER = r"[-+]?(?:\d+\.?\d*(?:e[-+]?\d+)?|\.\d+(?:e[-+]?\d+)?|nan|inf|infinity
 # A number may end a sentence (`ends with loss NaN.`), but not run on into more digits or a word.
 # OpenNMT-py names its loss by the cross-entropy it is (`ppl:  8.43; xent: 2.13;`).
 _LOSS = re.compile(r"(?<![\w/])(?:(?:lm |train[_/]|av[gr]_)?loss(?:_?value)?|xent)['\"]?\s*(?:is\s+)?[:=]?\s*['\"]?(" + _NUMBER + r")(?!\w|\.\w)")
-_TERM_NAN = re.compile(r"loss['\"]?\s*[:=]\s*['\"]?[-+]?nan(?![\w.])")
-"""A NaN in any loss term (`actor/pg_loss:nan`, `kl_loss=nan`): the objective they sum to is
-NaN too. Read only when the line reports no loss of its own, and NaN only: `best_loss: inf`
-is a tracker's starting value, not a diverged run."""
+LOSS_TERM_NAMES = r"loss|crossentropy|cross_entropy|smoothl1|\bl_[a-z]{1,12}"
+"""Keys that name a loss term without the word loss: the metric names GluonCV logs
+(`CrossEntropy=nan, SmoothL1=nan`) and BasicSR's `l_pix`, `l_percep`, `l_g_gan`."""
+_TERM_NAN = re.compile(r"(?:" + LOSS_TERM_NAMES + r")['\"]?\s*[:=]\s*['\"]?[-+]?nan(?![\w.])")
+"""A NaN in any loss term (`actor/pg_loss:nan`, `kl_loss=nan`, `l_pix: nan`): the objective they
+sum to is NaN too. Read only when the line reports no loss of its own, and NaN only: `best_loss:
+inf` is a tracker's starting value, not a diverged run."""
 _GRAD = re.compile(r"grad[_ ]?norm['\"]?\s*[:=]?\s*['\"]?(" + _NUMBER + r")(?![\w.])")
 _LR = re.compile(r"(?:learning[_ ]rate|\blr)['\"]?\s*[:=]\s*['\"]?(" + _NUMBER + r")(?![\w.])")
 _STEP = re.compile(r"(?:\bglobal[_ ]step|\bstep|\biteration|\biter)\s*[:=]?\s*\[?\s*(\d+)")
