@@ -56,6 +56,16 @@ numpy.core._exceptions._UFuncNoLoopError: ufunc 'add' did not contain a loop wit
 (dtype('<U5'), dtype('int64')) -> None
 """
 
+TRACING_ERROR_IN_USER_CODE = """Traceback (most recent call last):
+  File "/home/alice/proj/train_jax.py", line 144, in <module>
+    main()
+  File "/home/alice/proj/train_jax.py", line 97, in loss_fn
+    if logits.sum() > 0:
+jax.errors.TracerBoolConversionError: Attempted boolean conversion of traced array with shape bool[].
+--------------------
+For simplicity, JAX has removed its internal frames from the traceback of the following exception. Set JAX_TRACEBACK_FILTERING=off to include these.
+"""
+
 CONFIG_LACKS_A_KEY = """[2026-03-02 10:04:11,902][train][INFO] - world_size=1 out_dir=/scratch/runs/exp7
 Error executing job with overrides: ['exp_name=exp7']
 Traceback (most recent call last):
@@ -80,20 +90,32 @@ botocore.exceptions.NoCredentialsError: Unable to locate credentials
 """
 
 
-@pytest.mark.parametrize(
-    ("log", "line"),
-    [(USER_FRAME, 41), (LIBRARY_TYPE_FROM_SCRIPT, 130)],
-    ids=["builtin-type-through-user-code", "library-type-raised-on-a-script-line"],
-)
-def test_error_through_user_code_points_at_the_users_frame(tmp_path: Path, log: str, line: int) -> None:
-    """A built-in exception type with the user's frame in the traceback, and any exception type
-    raised on a line of the script itself (the deepest frame), are the script's error."""
+def test_error_through_user_code_points_at_the_users_frame(tmp_path: Path) -> None:
+    """A built-in exception type with the user's frame in the traceback is the script's error."""
     path = tmp_path / "train.log"
-    path.write_text(log)
+    path.write_text(USER_FRAME)
     diagnosis = diagnose([str(path)])
     assert diagnosis.root_cause is not None and diagnosis.root_cause.id == "user-code-exception"
     frame = diagnosis.root_cause.user_frame
-    assert frame is not None and frame.line == line and frame.function == "main"
+    assert frame is not None and frame.line == 41 and frame.function == "main"
+
+
+@pytest.mark.parametrize(
+    ("log", "message"),
+    [(LIBRARY_TYPE_FROM_SCRIPT, "numpy.core._exceptions._UFuncNoLoopError: ufunc 'add'"),
+     (TRACING_ERROR_IN_USER_CODE, "jax.errors.TracerBoolConversionError: Attempted boolean conversion")],
+    ids=["library-type-raised-on-a-script-line", "jax-tracing-error-on-the-users-line"],
+)
+def test_a_library_exception_type_on_the_scripts_line_is_unknown(tmp_path: Path, log: str, message: str) -> None:
+    """A library's own exception type is no class of the KB's, even when the script's line is the
+    deepest frame: the catch-all matches Python's built-in types only. Calling such errors the script's
+    had named 12 tune logs, 11 of them labelled as failures the KB lacks (a JAX tracer in a Python `if`,
+    a Cholesky factorisation of a matrix that is not positive-definite, a closed pipe on stdout)."""
+    path = tmp_path / "train.log"
+    path.write_text(log)
+    diagnosis = diagnose([str(path)])
+    assert diagnosis.status.value == "unknown-failure"
+    assert any(line.text.startswith(message) for line in diagnosis.unknown)
 
 
 def test_a_config_that_lacks_what_the_script_reads_is_not_the_scripts_error(tmp_path: Path) -> None:
@@ -249,15 +271,6 @@ def test_an_error_raised_below_what_the_traceback_shows_is_not_the_scripts(tmp_p
     assert any(quoted in e.text for e in diagnosis.unknown)
 
 
-TRACING_ERROR_IN_USER_CODE = """Traceback (most recent call last):
-  File "/home/alice/proj/train_jax.py", line 144, in <module>
-    main()
-  File "/home/alice/proj/train_jax.py", line 97, in loss_fn
-    if logits.sum() > 0:
-jax.errors.TracerBoolConversionError: Attempted boolean conversion of traced array with shape bool[].
---------------------
-For simplicity, JAX has removed its internal frames from the traceback of the following exception. Set JAX_TRACEBACK_FILTERING=off to include these.
-"""
 
 
 NOTEBOOK_CELL_ERROR = """---------------------------------------------------------------------------
@@ -273,13 +286,12 @@ NameError: name 'val_loder' is not defined
 
 @pytest.mark.parametrize(
     ("log", "line"),
-    [(BUILTIN_RAISED_BY_THE_STANDARD_LIBRARY, 88), (TRACING_ERROR_IN_USER_CODE, 97), (NOTEBOOK_CELL_ERROR, 4)],
-    ids=["standard-library-on-the-scripts-value", "jax-tracing-error-on-the-users-line", "a-notebook-cells-own-line"],
+    [(BUILTIN_RAISED_BY_THE_STANDARD_LIBRARY, 88), (NOTEBOOK_CELL_ERROR, 4)],
+    ids=["standard-library-on-the-scripts-value", "a-notebook-cells-own-line"],
 )
 def test_an_error_the_scripts_own_line_caused_is_the_scripts(tmp_path: Path, log: str, line: int) -> None:
-    """The standard library refusing the script's value (`json.dumps` of a tensor), a Python `if`
-    on a JAX traced value, and a notebook cell's own line (IPython's frame format) are the script's
-    bugs, at the script's line."""
+    """The standard library refusing the script's value (`json.dumps` of a tensor) and a notebook
+    cell's own line (IPython's frame format) are the script's bugs, at the script's line."""
     path = tmp_path / "train.log"
     path.write_text(log)
     diagnosis = diagnose([str(path)])

@@ -35,13 +35,7 @@ from traintriage.analyze.salient import (
     worker_errors,
 )
 from traintriage.analyze.scoring import Candidate, rank_candidates, score_entries, supporting_hints
-from traintriage.analyze.script_error import (
-    EMPTY_DATA,
-    EMPTY_DATA_SCORE,
-    SCRIPT_ERROR_SCORE,
-    divided_by_empty_data,
-    raised_in_script,
-)
+from traintriage.analyze.script_error import EMPTY_DATA, EMPTY_DATA_SCORE, divided_by_empty_data
 from traintriage.analyze.second_opinion import ALTERNATIVES, alternatives, as_hints, second_opinion
 from traintriage.analyze.timing import NO_PROGRESS, hang_finding, is_crash
 from traintriage.kb.loader import KnowledgeBase
@@ -250,11 +244,6 @@ def analyze(
         root = _synthetic(EMPTY_DATA, EMPTY_DATA_SCORE, empty_data,
                           "division by zero where the divisor is the length of the data (the loader or dataset is empty)")
         ranked = [root] + [c for c in ranked if c.entry_id != EMPTY_DATA]
-    script_error = raised_in_script(salient) if root is None and USER_CODE in kb.entries else None
-    if script_error is not None:
-        root = _synthetic(USER_CODE, SCRIPT_ERROR_SCORE, script_error,
-                          "raised from the script's own code (the deepest frame of its traceback)")
-        ranked = [root] + [c for c in ranked if c.entry_id != USER_CODE]
 
     hints = supporting_hints(observations, scanner, excused) if root is None and failed else []
     if hints:
@@ -286,8 +275,6 @@ def analyze(
     explained = {c.entry_id for c, _ in collateral}
     raw = (opinion.confidence if opinion is not None
            else _confidence([c for c in ranked if c.entry_id not in explained], ranked))
-    if script_error is not None:
-        raw = {**raw, USER_CODE: SCRIPT_ERROR_SCORE}
     if empty_data is not None:
         raw = {**raw, EMPTY_DATA: EMPTY_DATA_SCORE}
     raw = {**{h.entry_id: round(h.score, 2) for h in hints}, **raw}  # a hint never lowers an opinion's figure

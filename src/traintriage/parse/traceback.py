@@ -69,10 +69,6 @@ class Traceback:
     frames: list[Frame]
     exception: str
     chained_from: str | None = None
-    shows_every_frame: bool = True
-    """False for IPython's format: Colab folds library frames (`4 frames`), IPython hides
-    frames marked `__tracebackhide__`, Keras and JAX filter their own; the deepest frame shown
-    need not be where the exception was raised."""
 
     @property
     def user_frame(self) -> Frame | None:
@@ -96,7 +92,6 @@ def parse_traceback(lines: list[str], exception_line: str) -> Traceback | None:
         return None
     body = lines[start + 1 :]
     frames = python_frames(body)
-    shows_every_frame = bool(frames)
     if not frames:
         frames = _ipython_frames(body)
     chained_from = None
@@ -104,8 +99,7 @@ def parse_traceback(lines: list[str], exception_line: str) -> Traceback | None:
         if any(marker in lines[index] for marker in _CHAIN):
             chained_from = _previous_exception(lines[:index])
             break
-    return Traceback(frames=frames, exception=exception_line.strip(), chained_from=chained_from,
-                     shows_every_frame=shows_every_frame)
+    return Traceback(frames=frames, exception=exception_line.strip(), chained_from=chained_from)
 
 
 def python_frames(body: list[str]) -> list[Frame]:
