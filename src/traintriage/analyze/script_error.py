@@ -11,10 +11,10 @@
 
 A library's own exception type raised on a line of the script (`jax.errors.TracerBoolConversionError`,
 `torch.linalg.LinAlgError`, a project's custom error) is not called the script's error either. Calling
-it so when no class fitted and the script's line was the deepest frame named 12 logs of the tune corpora,
-11 of them failures the KB lacks (a JAX tracer in a Python `if`, a Cholesky
-factorisation of a matrix that is not positive-definite, a closed pipe on stdout); the scored corpora
-agreed (25 to 1). Such a failure is an unknown failure, shown with its exception line.
+it so when no class fitted and the script's line was the deepest frame named 12 logs of the tune
+corpora, 11 of them failures the KB lacks (a JAX tracer in a Python `if`, a Cholesky factorisation of
+a matrix that is not positive-definite, a closed pipe on stdout); the scored corpora agreed (25 to 1).
+Such a failure is an unknown failure, shown with its exception line.
 """
 
 from __future__ import annotations
