@@ -11,7 +11,8 @@ script gave it, is an unknown failure. And a Slurm step cancelled right after on
 exited with an error was cancelled because of that task (srun's kill-on-bad-exit), not by
 an outside signal. And torch.save's iostream error after `File too large` (EFBIG) is a write past a
 file-size limit, not a full disk; a JSONDecodeError outside any data reading is no corrupt sample. And
-an Orbax restore whose differing paths are all under the optimizer state restored the model.
+an Orbax restore whose differing paths are all under the optimizer state restored the model. And a
+SIGABRT right after a glog/abseil fatal line is that line's abort.
 """
 
 from __future__ import annotations
@@ -124,6 +125,7 @@ def apply(candidates: dict[str, Candidate], kb: KnowledgeBase) -> frozenset[str]
     _read_by_a_dataset(candidates, kb)
     _json_outside_the_data(candidates)
     _optimizer_tree_only(candidates, kb)
+    _abort_of_a_failed_check(candidates)
     return frozenset(before - set(candidates))
 
 
@@ -220,6 +222,28 @@ def _cancel_after_task_failure(candidates: dict[str, Candidate]) -> None:
                                         for f in failures):
         # Removed, not demoted: as a collateral entry it would still outrank the wrapper entry.
         del candidates["launcher-signal-received"]
+
+
+SIGNAL = "worker-killed-by-signal"
+# An abort as a crash handler or launcher reports it; applied with .search to one matched line.
+_ABORT = re.compile(r"SIGABRT|\bAbort(?:ed)?\b|exitcode\s*:? -6\b|\(6\)")
+# glog's and abseil's fatal log line (`F1107 09:12:41.907733 30211 file.cc:51] `, abseil before its clock is set:
+# `F0000 00:00:1762145632.630296  135502 file.cc:226] `, TensorFlow's Python-side `...: F file.cc:227] `) and
+# CHECK's own words; applied with .search to one line of the matched line's context.
+_FATAL_CHECK = re.compile(r"(?:^|[\s:\]])F\d{4} \d\d:\d\d:\d{2,12}\.\d{1,9} |: F [\w/\\.:-]{1,300}\.(?:cc|cpp|h):\d{1,6}\] "
+                          r"|\bCheck failed: ")
+
+
+def _abort_of_a_failed_check(candidates: dict[str, Candidate]) -> None:
+    """A SIGABRT reported just after a glog/abseil fatal line is that line's own abort: LOG(FATAL) and a failed
+    CHECK print the message, then call abort(), whose signal the crash handler reports. The fatal line is the
+    failure (a class that claims its words, or an unknown failure), not a signal from outside."""
+    signal = candidates.get(SIGNAL)
+    if signal is None or not signal.roots:
+        return
+    if all(_ABORT.search(o.hit.text) and any(_FATAL_CHECK.search(line) for line in o.hit.before)
+           for o in signal.roots):
+        del candidates[SIGNAL]
 
 
 DISK_FULL = "disk-full"

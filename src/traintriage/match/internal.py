@@ -213,7 +213,7 @@ INTERNAL_PATTERNS: tuple[InternalPattern, ...] = (
     InternalPattern(
         Internal.fatal_line,
         r"(?:terminate called (?:after throwing|recursively|without an active exception)|\bwhat\(\): |"
-        r"(?:^|[\s:\]\[])F\d{3,8} \d\d:\d\d:\d\d\.\d{1,9}(?: {1,8}\d{1,9})? [^\s\]]{1,200}\.(?:cc|cpp|h|c|cu|cuh|hpp):\d{1,6}\] |"
+        r"(?:(?:^|[\s:\]\[])F\d{3,8} \d\d:\d\d:\d\d|F0000 00:00:\d{9,12})\.\d{1,9}(?: {1,8}\d{1,9})? [^\s\]]{1,200}\.(?:cc|cpp|h|c|cu|cuh|hpp):\d{1,6}\] |"
         r": F [\w/\\.:-]+\.(?:cc|cpp|h):\d+\] |Check failed: |"
         r"(?:^|[\s:\]\[])E(?:\d{4} \d\d:\d\d:\d\d\.\d+(?: +\d+)?)? ?[^\s\]]*\.(?:cc|cpp|h|c):\d+\] |"
         r"NCCL WARN [^\n]*(?:[Ff]ail|[Ee]rror|[Aa]bort|[Tt]imeout)|Assertion `[^`\n]*`(?: failed|\s*$)|"
