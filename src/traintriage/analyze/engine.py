@@ -326,11 +326,20 @@ def _settle_excused(
             continue
         last = max(candidate.roots, key=lambda o: (o.hit.source, o.hit.line))
         if (completed or (not failed and not _is_stall(kb.get(entry_id)))
-                or any(p.source == last.hit.source and p.line > last.hit.line for p in points)):
+                or any(p.source == last.hit.source and p.line > last.hit.line for p in points)
+                or _failed_later_otherwise(last, candidates)):
             del candidates[entry_id]
         else:
             candidate.score *= EXCUSED_FACTOR
             candidate.reason += "; no progress after the recovery attempt"
+
+
+def _failed_later_otherwise(last: Observation, candidates: dict[str, Candidate]) -> bool:
+    """Another class's own (not excused) root line after the excused one, in the same log: the run went past
+    the excused warning and failed of that, which names the failure."""
+    return any(not other.excused and other.nature is Nature.root
+               and any(o.hit.source == last.hit.source and o.hit.line > last.hit.line for o in other.roots)
+               for other in candidates.values())
 
 
 def _drop_recovered(candidates: dict[str, Candidate], kb: KnowledgeBase, points: list[MetricPoint],

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass
+from datetime import datetime, timezone
 
 from traintriage.analyze.curves import CurveKey, curve_of
 from traintriage.analyze.middle import median
@@ -69,18 +70,31 @@ def hang_finding(
         if laggard is not None:
             return HangFinding(0.85, laggard.rank, f"rank {laggard.rank}: {laggard.reason}{step_note}", first)
         return None  # every rank timed out alike: the collective timeout itself is the finding
-    stalled = _stalled_after_progress(scans, points)
+    stalled = _stalled_after_progress(scans, points, _event_times(candidates))
     if stalled is not None:
         return HangFinding(0.7, _behind_rank(points), stalled + step_note, None)
     return None
 
 
-def _stalled_after_progress(scans: list[SourceScan], points: list[MetricPoint]) -> str | None:
-    """Progress stopped: timestamps show a gap far beyond the step time, or the tail only waits."""
+def _event_times(candidates: dict[str, Candidate]) -> tuple[float, ...]:
+    """When the lines the classes matched were logged (a signal, an error, a timeout)."""
+    return tuple(o.time.timestamp() for c in candidates.values() for o in c.roots if o.time is not None)
+
+
+def _stalled_after_progress(scans: list[SourceScan], points: list[MetricPoint], events: tuple[float, ...] = ()
+                            ) -> str | None:
+    """Progress stopped: timestamps show a gap far beyond the step time before the next thing that happened
+    (a matched line, else the end of the log), or the tail only waits. What a stop signal sets off (a slow
+    emergency checkpoint, a grace period) takes time too, but after progress ended for a reason."""
     timed = sorted(p.time for p in points if p.time is not None)
     if len(timed) >= 5:
         step = _step_time(points)
         last_seen = max((s.tail_time for s in scans if s.tail_time is not None), default=None)
+        if last_seen is not None:
+            last_seen = in_year_of(last_seen, timed[-1])
+        after = [t for t in (in_year_of(e, timed[-1]) for e in events) if t > timed[-1]]
+        if after:
+            last_seen = min(after) if last_seen is None else min(last_seen, min(after))
         if last_seen is not None and step > 0 and last_seen - timed[-1] > max(HANG_FACTOR * step, 30.0):
             return f"no progress for {last_seen - timed[-1]:.0f}s after the last step (step time {step:.2g}s)"
     if not points:
@@ -90,6 +104,22 @@ def _stalled_after_progress(scans: list[SourceScan], points: list[MetricPoint]) 
     if waiting >= 3 and waiting >= sum(len(lines) for lines in tails) // 2:
         return "the log ends with only watchdog, timeout or stack-dump lines after the last step"
     return None
+
+
+_YEAR_1971 = 365 * 86400.0
+
+
+def in_year_of(stamp: float, reference: float) -> float:
+    """A stamp without a year (glog's `W1207 02:37:29.371`, parsed into 1970) moved into the year of a dated
+    reference (`2026-12-07 02:36:50,526`), the nearer side of New Year's Eve: a tail of torchrun's glog lines
+    after steps logged with full dates would otherwise end fifty years before the last step."""
+    if stamp >= _YEAR_1971 or reference < _YEAR_1971:
+        return stamp
+    year = datetime.fromtimestamp(reference, timezone.utc).year
+    moved = datetime.fromtimestamp(stamp, timezone.utc).replace(year=year).timestamp()
+    if moved - reference > 183 * 86400:
+        moved = datetime.fromtimestamp(stamp, timezone.utc).replace(year=year - 1).timestamp()
+    return moved
 
 
 def _step_time(points: list[MetricPoint]) -> float:
