@@ -25,6 +25,8 @@ from traintriage.parse.metrics import MetricSampler, parse_metric_line
         # kohya sd-scripts' tqdm postfix: the running average of the training loss
         ("steps:  12%|#2        | 120/1000 [01:40<12:13,  1.20it/s, avr_loss=0.0921]", None, 0.0921),
         ("epoch 3 | step 400 | avg_loss 1.207", 400, 1.207),
+        # a loss key that names its aggregate (HiFi-GAN's console line)
+        ("Steps : 40, Gen Loss Total :  nan, Mel-Spec. Error : 2.021, s/b : 0.443", None, math.nan),
     ],
 )
 def test_loss_and_step(line: str, step: int | None, loss: float) -> None:
@@ -66,3 +68,8 @@ def test_big_sources_are_sampled_evenly() -> None:
     spans = sampler.spans(chunk)
     assert 0 < len(spans) < 200
     assert spans[-1][0] > len(chunk) * 0.9
+
+
+def test_the_fp16_loss_scale_is_no_loss() -> None:
+    point = parse_metric_line("iteration 30 | loss scale: 65536.0 | grad norm: 1.2", 0, 1)
+    assert point is None or point.loss is None

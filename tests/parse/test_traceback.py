@@ -112,3 +112,28 @@ def test_windows_standard_library_frames_are_not_the_users_code() -> None:
     assert traceback is not None
     assert [f.is_user_code for f in traceback.frames] == [True, True, False]
     assert traceback.user_frame is not None and traceback.user_frame.line == 44
+
+
+def test_rich_tracebacks_give_each_frame_and_the_line_it_marks() -> None:
+    box = [
+        "╭──────────────────── Traceback (most recent call last) ─────────────────────╮",
+        "│ /srv/exp/train.py:88 in <module>                                            │",
+        "│                                                                             │",
+        "│   87 │   cfg = load_config(args.config)                                     │",
+        "│ ❱ 88 │   trainer = build_trainer(cfg)                                       │",
+        "│                                                                             │",
+        "│ /opt/venv/lib/python3.12/site-packages/accelerate/accelerator.py:412 in     │",
+        "│ __init__                                                                    │",
+        "│                                                                             │",
+        "│ /srv/exp/trainer.py:31 in build_trainer                                     │",
+        "│                                                                             │",
+        "│   30 def build_trainer(cfg):                                                │",
+        "│ ❱ 31 │   return Trainer(opt=cfg['optimizer'])                               │",
+        "╰─────────────────────────────────────────────────────────────────────────────╯",
+    ]
+    parsed = parse_traceback(box, "KeyError: 'optimizer'")
+    assert parsed is not None
+    assert [(f.file, f.line, f.function) for f in parsed.frames] == [
+        ("/srv/exp/train.py", 88, "<module>"), ("/srv/exp/trainer.py", 31, "build_trainer")]
+    assert parsed.frames[0].code == "trainer = build_trainer(cfg)"
+    assert parsed.user_frame is not None and parsed.user_frame.file == "/srv/exp/trainer.py"

@@ -172,6 +172,7 @@ def analyze(
         _drop_timer_dumps(candidates, points)
         _drop_restarted(candidates, observations, scanner, points, completions)
         _drop_completed(candidates, kb, points, completions)
+        _drop_teardown(candidates, completions)
     _drop_later_attempts(candidates, observations, scanner)
     _drop_idle_interrupt(candidates, points)
     seen_ranks = {o.rank for o in observations if o.rank is not None} | {p.rank for p in points if p.rank is not None}
@@ -450,6 +451,17 @@ def _drop_completed(candidates: dict[str, Candidate], kb: KnowledgeBase, points:
     if completions:
         _drop_if_every_line(candidates, kb, lambda o, _entry: (_progress_after(o, points) or logged_with_traceback(o)) and any(
             finished_after(o, c) for c in completions))
+
+
+def _drop_teardown(candidates: dict[str, Candidate], completions: list[Observation]) -> None:
+    """With no failure evidence, a collateral class (one that follows a failure elsewhere) whose every line
+    comes after the run's report that training finished, in the same log, is the teardown of a finished run:
+    the node hosting the rendezvous store exits first, and the last agents lose their connection to it."""
+    for entry_id, candidate in list(candidates.items()):
+        if candidate.nature is Nature.collateral and candidate.roots and all(
+                any(done.hit.source == o.hit.source and done.hit.line < o.hit.line for done in completions)
+                for o in candidate.roots):
+            del candidates[entry_id]
 
 
 def _progress_after(observation: Observation, points: list[MetricPoint], steps: int = 1) -> bool:

@@ -20,11 +20,16 @@ from traintriage.parse.prefix import parse_prefix
 _NUMBER = r"[-+]?(?:\d+\.?\d*(?:e[-+]?\d+)?|\.\d+(?:e[-+]?\d+)?|nan|inf|infinity|-inf)"
 # A number may end a sentence (`ends with loss NaN.`), but not run on into more digits or a word.
 # OpenNMT-py names its loss by the cross-entropy it is (`ppl:  8.43; xent: 2.13;`).
-_LOSS = re.compile(r"(?<![\w/])(?:(?:lm |train[_/]|av[gr]_)?loss(?:_?value)?|xent)['\"]?\s*(?:is\s+)?[:=]?\s*['\"]?(" + _NUMBER + r")(?!\w|\.\w)")
+_AGGREGATE = r"[ _](?:total|avg|mean|sum)"
+LOSS_AGGREGATE = r"(?:" + _AGGREGATE + r")?"
+"""A loss key may name its aggregate after the word (HiFi-GAN's `Gen Loss Total : 141.385`), but not any
+word: `loss scale: 65536` is the fp16 loss scaler's."""
+_LOSS = re.compile(r"(?<![\w/])(?:(?:lm |train[_/]|av[gr]_)?loss(?:_?value|" + _AGGREGATE + r")?|xent)['\"]?\s*(?:is\s+)?[:=]?\s*['\"]?("
+                   + _NUMBER + r")(?!\w|\.\w)")
 LOSS_TERM_NAMES = r"loss|crossentropy|cross_entropy|smoothl1|\bl_[a-z]{1,12}"
 """Keys of a loss term (lower-cased): any key with the word loss, and the names GluonCV logs its
 losses by (`CrossEntropy=nan, SmoothL1=nan`) and BasicSR's (`l_pix`, `l_percep`, `l_g_gan`)."""
-_TERM_NAN = re.compile(r"(?:" + LOSS_TERM_NAMES + r")['\"]?\s*[:=]\s*['\"]?[-+]?nan(?![\w.])")
+_TERM_NAN = re.compile(r"(?:" + LOSS_TERM_NAMES + r")" + LOSS_AGGREGATE + r"['\"]?\s*[:=]\s*['\"]?[-+]?nan(?![\w.])")
 """A NaN in any loss term (`actor/pg_loss:nan`, `kl_loss=nan`, `l_pix: nan`): the objective they
 sum to is NaN too. Read only when the line reports no loss of its own, and NaN only: `best_loss:
 inf` is a tracker's starting value, not a diverged run."""

@@ -29,6 +29,11 @@ _IPYTHON_FRAME = re.compile(
 _IPYTHON_FILE_FRAME = re.compile(r"^\s*File ((?:[A-Za-z]:)?[~/\\]\S{0,400}?\.py):(\d+), in ([^\s(]{1,200})")
 _IPYTHON_CELL = re.compile(r"^\s*(?:Cell In ?\[(\d+)\], line (\d+)|Input In \[(\d+)\], in <cell line: (\d+)>)")
 _IPYTHON_ARROW = re.compile(r"^\s*-*-> ?(\d+) ?(.*)$")
+# rich's tracebacks (rich.traceback.install(), Typer, RichHandler): a box whose top border holds the header,
+# one `│ <file>:<line> in <function>` line a frame, then its source with the current line marked `❱`
+# (rich/traceback.py Traceback._render_stack).
+_RICH_FRAME = re.compile(r"^\s*│ ((?:[A-Za-z]:)?[^\s│:][^│]{0,400}?):(\d+) in ([\w<>.]{1,200})\s*│?\s*$")
+_RICH_ARROW = re.compile(r"^\s*│ ❱ *(\d+) │(.*?)│?\s*$")
 TRACEBACK_HEADER = "Traceback (most recent call last)"
 _CHAIN = ("The above exception was the direct cause", "During handling of the above exception")
 
@@ -91,9 +96,7 @@ def parse_traceback(lines: list[str], exception_line: str) -> Traceback | None:
     if start is None:
         return None
     body = lines[start + 1 :]
-    frames = python_frames(body)
-    if not frames:
-        frames = _ipython_frames(body)
+    frames = python_frames(body) or _ipython_frames(body) or _rich_frames(body)
     chained_from = None
     for index in range(start - 1, max(start - 4, -1), -1):
         if any(marker in lines[index] for marker in _CHAIN):
@@ -131,6 +134,21 @@ def _ipython_frames(body: list[str]) -> list[Frame]:
             pending = Frame(pending.file, int(arrow.group(1)), pending.function, arrow.group(2).strip())
     if pending is not None:
         frames.append(pending)
+    return frames
+
+
+def _rich_frames(body: list[str]) -> list[Frame]:
+    """rich's frames, each with the code line its `❱` marks."""
+    frames: list[Frame] = []
+    for text in body:
+        header = _RICH_FRAME.match(text)
+        if header:
+            frames.append(Frame(file=header.group(1), line=int(header.group(2)), function=header.group(3)))
+            continue
+        arrow = _RICH_ARROW.match(text)
+        if arrow and frames and not frames[-1].code:
+            last = frames[-1]
+            frames[-1] = Frame(last.file, last.line, last.function, arrow.group(2).strip())
     return frames
 
 
