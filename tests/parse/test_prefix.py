@@ -210,3 +210,13 @@ def test_a_quoted_traceback_keeps_its_indented_frames() -> None:
     """A traceback pasted as a quote: `>   File ...` and its code line lose the quote mark."""
     assert parse_prefix('>   File "/work/train.py", line 40, in <module>').message.startswith('File "/work/train.py"')
     assert parse_prefix(">     loss = total / len(loader)").message == "loss = total / len(loader)"
+
+
+def test_a_host_named_without_digits_before_a_rank_tag() -> None:
+    prefix = parse_prefix("nodeB: [rank1]: KeyError: 'grad_norm'")
+    assert (prefix.host, prefix.rank, prefix.message) == ("nodeB", 1, "KeyError: 'grad_norm'")
+
+
+def test_a_capitalised_word_is_no_host_without_a_rank_tag_after_it() -> None:
+    for line in ("Error: could not open file", "Warning: deprecated", "Node7: hello"):
+        assert parse_prefix(line).host is None

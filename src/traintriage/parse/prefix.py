@@ -105,9 +105,12 @@ _LEVEL = re.compile(r"\[(?:DEBUG|INFO|WARN|WARNING|ERROR|CRITICAL|FATAL)\]:?\s?"
 _BARE_LEVEL = re.compile(r"(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL) {1,8}(?=\[)")
 _QUOTE = re.compile(r"[|>] (?=\s{0,40}\S)")  # a log pasted as a quote (indented frames too) or inside a table
 # A host or IP address then ': ' (pdsh, DeepSpeed's multi-node runner). One class, one
-# bounded repeat: no backtracking over host-like tokens. It must hold a digit (`node7`,
-# `10.0.0.7`) so that `Error: ` and `warning: ` are not hosts; `localhost` is the exception.
-_HOST = re.compile(r"([a-z0-9][a-z0-9.-]{0,62}): ")
+# bounded repeat: no backtracking over host-like tokens. It must be lower-case and hold a digit
+# (`node7`, `10.0.0.7`) so that `Error: ` and `warning: ` are not hosts; `localhost` is the exception.
+_HOST = re.compile(r"([A-Za-z0-9][A-Za-z0-9.-]{0,62}): ")
+# ... or any such name when torchrun's rank tag follows it (`nodeB: [rank1]: `, a pdsh-style merge of two
+# nodes' consoles): a word before a rank tag is no message.
+_RANK_TAG_AHEAD = re.compile(r"\[(?:rank|default)\d{1,6}\]:")
 _NCCL_HOST = re.compile(r"([A-Za-z0-9][\w.-]{0,62}):(\d{1,9}):(\d{1,9}) \[(\d{1,4})\] NCCL ")
 _ISO = re.compile(
     r"\[?(\d{4})-(\d\d)-(\d\d)[T _](\d\d):(\d\d):(\d\d)(?:[.,](\d{1,9}))?(?: ?(Z|[+-]\d\d:?\d\d))?\]?"
@@ -319,7 +322,8 @@ def _bare_host(head: str, found: _Peeled) -> int:
     if not match or found.host is not None:
         return 0
     name = match.group(1)
-    if name != "localhost" and not any(c.isdigit() for c in name):
+    named_host = name == "localhost" or (not any(c.isupper() for c in name) and any(c.isdigit() for c in name))
+    if not named_host and not _RANK_TAG_AHEAD.match(head, match.end()):
         return 0
     found.host = name
     return match.end()
