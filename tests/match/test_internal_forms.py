@@ -38,3 +38,10 @@ def test_abseil_info_lines_are_not_fatal() -> None:
     scanner = load_scanner()
     line = "I0000 00:00:1751203366.114872   90211 service.cc:152] XLA service 0x55d1 initialized for platform CUDA"
     assert not set(matching_patterns(scanner, line)) & set(scanner.by_internal(Internal.fatal_line))
+
+
+def test_thc_cublas_errors_are_failure_evidence() -> None:
+    scanner = load_scanner()
+    line = ("/opt/torch/bin/lua: /opt/torch/share/lua/5.2/nn/Linear.lua:66: cublas runtime error : "
+            "an internal operation failed at /opt/torch/extra/cutorch/lib/THC/THCBlas.cu:246")
+    assert set(matching_patterns(scanner, line)) & set(scanner.by_internal(Internal.fatal_line))

@@ -12,7 +12,8 @@ exited with an error was cancelled because of that task (srun's kill-on-bad-exit
 an outside signal. And torch.save's iostream error after `File too large` (EFBIG) is a write past a
 file-size limit, not a full disk; a JSONDecodeError outside any data reading is no corrupt sample. And
 an Orbax restore whose differing paths are all under the optimizer state restored the model. And a
-SIGABRT right after a glog/abseil fatal line is that line's abort.
+SIGABRT right after a glog/abseil fatal line is that line's abort, and a dataset build that failed on ENOSPC failed
+for the disk.
 """
 
 from __future__ import annotations
@@ -126,6 +127,7 @@ def apply(candidates: dict[str, Candidate], kb: KnowledgeBase) -> frozenset[str]
     _json_outside_the_data(candidates)
     _optimizer_tree_only(candidates, kb)
     _abort_of_a_failed_check(candidates)
+    _dataset_build_out_of_space(candidates)
     return frozenset(before - set(candidates))
 
 
@@ -249,6 +251,22 @@ def _abort_of_a_failed_check(candidates: dict[str, Candidate]) -> None:
 DISK_FULL = "disk-full"
 _FILE_TOO_LARGE = re.compile(r"\bFile too large\b")
 _NO_SPACE = re.compile(r"No space left on device|\bENOSPC\b|[Qq]uota exceeded")
+
+
+DATASET_BUILD = "hf-dataset-generation-error"
+
+
+def _dataset_build_out_of_space(candidates: dict[str, Candidate]) -> None:
+    """datasets wraps whatever stopped a split's build in `DatasetGenerationError ... from e`; when the cause
+    it names is ENOSPC, the disk filled up while the cache was written: the data files were fine."""
+    build = candidates.get(DATASET_BUILD)
+    if build is None or DISK_FULL not in candidates:
+        return
+    for observation in build.roots:
+        traceback = traceback_before(observation)
+        if traceback is None or traceback.chained_from is None or not _NO_SPACE.search(traceback.chained_from):
+            return
+    del candidates[DATASET_BUILD]
 
 
 def _file_size_limit(candidates: dict[str, Candidate]) -> None:

@@ -184,8 +184,8 @@ INTERNAL_PATTERNS: tuple[InternalPattern, ...] = (
     # internal asserts, libc++'s terminate (macOS), a TensorFlow op that failed with an error
     # status (not the end of a dataset: OUT_OF_RANGE), and the error lines of command-line
     # tools that stop there (Slurm, the Docker daemon, Rust/Go launchers such as TGI's,
-    # llama.cpp's model loader); PyTorch 0.x/1.x's and Torch7's THC error (`cuda runtime error (N) : ...`,
-    # pasted without its `RuntimeError:`); an error status of ONNX Runtime (common/status.cc
+    # llama.cpp's model loader); PyTorch 0.x/1.x's and Torch7's THC errors (`cuda runtime error (N) : ...`,
+    # `cublas runtime error : ...`, pasted without their `RuntimeError:`); an error status of ONNX Runtime (common/status.cc
     # Status::ToString, also when a trainer logs it instead of raising); a Ray actor that died
     # (ray/exceptions.py ActorDiedError's message, also in a log line); c10d's NCCL check
     # (`NCCL error in: <file>:<line>, <NCCL's result string>`, C10D_NCCL_CHECK), pasted without its
@@ -225,7 +225,7 @@ INTERNAL_PATTERNS: tuple[InternalPattern, ...] = (
         # them cost a fifth of the Hyperscan pass over the bench's metric-dense log.
         r"[\w/-]\.(?:cc|h):\d{1,6} -> [124-6](?:\s|$)|"
         r"\bIllegal instruction\b|\bBus error\b|Floating point exception|received signal SIG[A-Z]+|"
-        r"(?:^|[\s:\]])(?:CUDA|HIP) error: |\bcuda runtime error \(\d{1,4}\) : |\bTried to allocate \d[\d.]* ?[KMGT]?i?B\b|"
+        r"(?:^|[\s:\]])(?:CUDA|HIP) error: |\bcuda runtime error \(\d{1,4}\) : |\bcublas runtime error : |\bTried to allocate \d[\d.]* ?[KMGT]?i?B\b|"
         r"INTERNAL ASSERT FAILED at |libc\+\+abi: terminating|"
         r"OP_REQUIRES failed at \S+ : (?:INTERNAL|RESOURCE_EXHAUSTED|INVALID_ARGUMENT|NOT_FOUND|FAILED_PRECONDITION|"
         r"UNIMPLEMENTED|UNKNOWN|DATA_LOSS|Internal|Resource exhausted|Invalid argument|Not found|Failed precondition|"
