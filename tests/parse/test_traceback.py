@@ -134,6 +134,8 @@ def test_rich_tracebacks_give_each_frame_and_the_line_it_marks() -> None:
     parsed = parse_traceback(box, "KeyError: 'optimizer'")
     assert parsed is not None
     assert [(f.file, f.line, f.function) for f in parsed.frames] == [
-        ("/srv/exp/train.py", 88, "<module>"), ("/srv/exp/trainer.py", 31, "build_trainer")]
+        ("/srv/exp/train.py", 88, "<module>"),
+        ("/opt/venv/lib/python3.12/site-packages/accelerate/accelerator.py", 412, "__init__"),
+        ("/srv/exp/trainer.py", 31, "build_trainer")]
     assert parsed.frames[0].code == "trainer = build_trainer(cfg)"
     assert parsed.user_frame is not None and parsed.user_frame.file == "/srv/exp/trainer.py"

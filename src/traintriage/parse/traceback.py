@@ -32,7 +32,8 @@ _IPYTHON_ARROW = re.compile(r"^\s*-*-> ?(\d+) ?(.*)$")
 # rich's tracebacks (rich.traceback.install(), Typer, RichHandler): a box whose top border holds the header,
 # one `│ <file>:<line> in <function>` line a frame, then its source with the current line marked `❱`
 # (rich/traceback.py Traceback._render_stack).
-_RICH_FRAME = re.compile(r"^\s*│ ((?:[A-Za-z]:)?[^\s│:][^│]{0,400}?):(\d+) in ([\w<>.]{1,200})\s*│?\s*$")
+_RICH_FRAME = re.compile(r"^\s*│ ((?:[A-Za-z]:)?[^\s│:][^│]{0,400}?):(\d+) in(?: ([\w<>.]{1,200}))?\s*│?\s*$")
+_RICH_WRAPPED_NAME = re.compile(r"^\s*│ ([\w<>.]{1,200})\s*│?\s*$")  # a long path pushes the name onto the next line
 _RICH_ARROW = re.compile(r"^\s*│ ❱ *(\d+) │(.*?)│?\s*$")
 TRACEBACK_HEADER = "Traceback (most recent call last)"
 _CHAIN = ("The above exception was the direct cause", "During handling of the above exception")
@@ -140,10 +141,13 @@ def _ipython_frames(body: list[str]) -> list[Frame]:
 def _rich_frames(body: list[str]) -> list[Frame]:
     """rich's frames, each with the code line its `❱` marks."""
     frames: list[Frame] = []
-    for text in body:
+    for index, text in enumerate(body):
         header = _RICH_FRAME.match(text)
         if header:
-            frames.append(Frame(file=header.group(1), line=int(header.group(2)), function=header.group(3)))
+            name = header.group(3)
+            wrapped = _RICH_WRAPPED_NAME.match(body[index + 1]) if name is None and index + 1 < len(body) else None
+            frames.append(Frame(file=header.group(1), line=int(header.group(2)),
+                                function=name or (wrapped.group(1) if wrapped else "?")))
             continue
         arrow = _RICH_ARROW.match(text)
         if arrow and frames and not frames[-1].code:
