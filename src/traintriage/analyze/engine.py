@@ -335,11 +335,16 @@ def _settle_excused(
             candidate.reason += "; no progress after the recovery attempt"
 
 
+def _earlier_in_same_log(first: Observation, second: Observation) -> bool:
+    """`first` was printed before `second`, in the same source."""
+    return first.hit.source == second.hit.source and first.hit.line < second.hit.line
+
+
 def _failed_later_otherwise(last: Observation, candidates: dict[str, Candidate]) -> bool:
     """Another class's own (not excused) root line after the excused one, in the same log: the run went past
     the excused warning and failed of that, which names the failure."""
     return any(not other.excused and other.nature is Nature.root
-               and any(o.hit.source == last.hit.source and o.hit.line > last.hit.line for o in other.roots)
+               and any(_earlier_in_same_log(last, o) for o in other.roots)
                for other in candidates.values())
 
 
@@ -459,7 +464,7 @@ def _drop_teardown(candidates: dict[str, Candidate], completions: list[Observati
     the node hosting the rendezvous store exits first, and the last agents lose their connection to it."""
     for entry_id, candidate in list(candidates.items()):
         if candidate.nature is Nature.collateral and candidate.roots and all(
-                any(done.hit.source == o.hit.source and done.hit.line < o.hit.line for done in completions)
+                any(_earlier_in_same_log(done, o) for done in completions)
                 for o in candidate.roots):
             del candidates[entry_id]
 
@@ -581,8 +586,8 @@ def _death_before(victim: Candidate, consequences: list[Candidate]) -> Candidate
     if first is None:
         return None
     return next((c for c in consequences if c.entry_id not in _VICTIM_CLASSES and c.entry_id not in LAUNCHER_WRAPPERS
-                 and any(o.hit.source == first.hit.source and o.hit.line < first.hit.line
-                         and not _COLLATERAL_SIGNAL.search(o.hit.text) for o in c.roots)), None)
+                 and any(_earlier_in_same_log(o, first) and not _COLLATERAL_SIGNAL.search(o.hit.text)
+                         for o in c.roots)), None)
 
 
 def _cause_of(chosen: Candidate, ranked: list[Candidate], kb: KnowledgeBase) -> Candidate:
@@ -687,7 +692,7 @@ def _raised_before(first: Observation, ranked: list[Candidate], observations: li
     """An exception no class's signature matched (the catch-all for script errors is none, nor is a
     launcher's wrapper of a child's error), earlier in the victim's file than its first report."""
     matched = _matched(ranked)
-    return any(o.hit.source == first.hit.source and o.hit.line < first.hit.line and o.order not in matched
+    return any(_earlier_in_same_log(o, first) and o.order not in matched
                and o.order not in excused and not _WRAPPER_RAISE.search(o.hit.text) and not _SOURCE_RAISE.match(o.message)
                and all(scanner.table[p].kind is not PatternKind.signature or scanner.table[p].entry_id == USER_CODE
                        for p in o.hit.patterns)
