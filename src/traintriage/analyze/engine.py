@@ -37,7 +37,7 @@ from traintriage.analyze.salient import (
 from traintriage.analyze.scoring import Candidate, rank_candidates, score_entries, supporting_hints
 from traintriage.analyze.script_error import EMPTY_DATA, EMPTY_DATA_SCORE, divided_by_empty_data
 from traintriage.analyze.second_opinion import ALTERNATIVES, alternatives, as_hints, second_opinion
-from traintriage.analyze.timing import NO_PROGRESS, hang_finding, is_crash
+from traintriage.analyze.timing import NO_PROGRESS, HangFinding, hang_finding, is_crash
 from traintriage.kb.loader import KnowledgeBase
 from traintriage.kb.schema import Entry, Nature, Role
 from traintriage.match.compiler import PatternKind, Scanner
@@ -81,6 +81,7 @@ _SOURCE_RAISE = re.compile(r"\s*raise\b")
 LAUNCHER_WRAPPERS = frozenset({"elastic-child-failed", "slurm-srun-task-exited", "mpi-job-aborted"})
 """Launchers that report a worker's failure; the worker prints its own error (a serving engine's
 or a pod's wrapper lines are themselves what it reports)."""
+GLOO_TIMEOUT = "gloo-collective-timeout"
 MONITORED_BARRIER = "monitored-barrier-timeout"
 EXPLAINS_MARGIN = 0.15
 EXCUSED_FACTOR = 0.85
@@ -189,10 +190,12 @@ def analyze(
     # Ranks surely of this job's numbering: they logged training progress or torchrun lists them.
     members = {p.rank for p in points if p.rank is not None} | reported
     hang = hang_finding(timeouts, faulty, scans, points, candidates, seen_ranks - cut_short, members)
-    if hang is not None and _barrier_named(candidates) and not _internal(observations, scanner, Internal.stack_dump):
-        # A monitored barrier named the rank that never arrived, which hung, lagged or died: only a
-        # dump of its stack (faulthandler, py-spy) shows it stuck; without one the barrier's class is the finding.
-        hang = None
+    laggard: HangFinding | None = None  # the rank a collective timeout points at, when the wait is the finding
+    if hang is not None and _waiting_class_named(candidates, hang) and not _internal(observations, scanner, Internal.stack_dump):
+        # A monitored barrier named the rank that never arrived, or gloo timed out waiting for a lagging rank,
+        # which hung, lagged or died: only a dump of its stack (faulthandler, py-spy) shows it stuck; without
+        # one the waiting class is the finding.
+        laggard, hang = hang, None
     desync = _desync(timeouts, candidates) if DESYNC in kb.entries else None
     if desync is not None:
         hang = None  # the laggard of a desync only waited elsewhere
@@ -262,8 +265,10 @@ def analyze(
     named = named_faulty_rank(faulty)
     suspects = suspects_for(root, signalled, reports, timeouts, named, agent_lines, seen_ranks - cut_short,
                             observations, members)
-    if root is not None and root.entry_id == "training-hang" and hang is not None and hang.rank is not None:
-        suspects = _leading(SuspectRank(hang.rank, None, hang.detail), suspects)
+    pointed = hang if root is not None and root.entry_id == "training-hang" else \
+        laggard if root is not None and root.entry_id == GLOO_TIMEOUT else None
+    if pointed is not None and pointed.rank is not None:
+        suspects = _leading(SuspectRank(pointed.rank, None, pointed.detail), suspects)
     if root is not None and root.entry_id == DESYNC and desync is not None and desync.observation.rank is not None:
         suspects = _leading(SuspectRank(desync.observation.rank, desync.observation.host, desync.detail), suspects)
     initiating = (_initiating(root, suspects) if root is not None
@@ -514,9 +519,10 @@ def _desync(timeouts: list[Observation], candidates: dict[str, Candidate]) -> De
     return mismatched_collectives(timeouts, closed)
 
 
-def _barrier_named(candidates: dict[str, Candidate]) -> bool:
-    barrier = candidates.get(MONITORED_BARRIER)
-    return barrier is not None and barrier.score >= THRESHOLD
+def _waiting_class_named(candidates: dict[str, Candidate], hang: HangFinding) -> bool:
+    """A monitored barrier's report, or (for a hang read from the collective timeouts) gloo's own timeout."""
+    waited = [MONITORED_BARRIER] + ([GLOO_TIMEOUT] if hang.observation is not None else [])
+    return any((c := candidates.get(i)) is not None and c.score >= THRESHOLD for i in waited)
 
 
 def _has_crash(candidates: dict[str, Candidate]) -> bool:
