@@ -139,3 +139,18 @@ def test_rich_tracebacks_give_each_frame_and_the_line_it_marks() -> None:
         ("/srv/exp/trainer.py", 31, "build_trainer")]
     assert parsed.frames[0].code == "trainer = build_trainer(cfg)"
     assert parsed.user_frame is not None and parsed.user_frame.file == "/srv/exp/trainer.py"
+
+
+def test_a_script_that_does_not_compile_has_its_own_line_as_the_frame() -> None:
+    """Python prints no traceback header when the script itself fails to compile."""
+    lines = ['  File "/home/u/proj/train.py", line 57', "    print(f'{loss:.3f')", "              ^"]
+    traceback = parse_traceback(lines, "SyntaxError: f-string: expecting '}'")
+    assert traceback is not None
+    frame = traceback.user_frame
+    assert frame is not None
+    assert (frame.file, frame.line, frame.code) == ("/home/u/proj/train.py", 57, "print(f'{loss:.3f')")
+
+
+def test_a_frame_line_without_a_compile_error_is_no_traceback() -> None:
+    lines = ['  File "/home/u/proj/train.py", line 57', "    x = y"]
+    assert parse_traceback(lines, "ValueError: bad value") is None

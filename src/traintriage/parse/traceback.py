@@ -35,6 +35,11 @@ _IPYTHON_ARROW = re.compile(r"^\s*-*-> ?(\d+) ?(.*)$")
 _RICH_FRAME = re.compile(r"^\s*│ ((?:[A-Za-z]:)?[^\s│:][^│]{0,400}?):(\d+) in(?: ([\w<>.]{1,200}))?\s*│?\s*$")
 _RICH_WRAPPED_NAME = re.compile(r"^\s*│ ([\w<>.]{1,200})\s*│?\s*$")  # a long path pushes the name onto the next line
 _RICH_ARROW = re.compile(r"^\s*│ ❱ *(\d+) │(.*?)│?\s*$")
+# A script that does not compile: Python prints the file and line (no `, in <function>`), the source
+# line, a caret and the error, with no traceback header (the failing module is the script itself).
+_COMPILE_ERROR = re.compile(r"^\s*(?:\w{1,40}\.)?(?:SyntaxError|IndentationError|TabError): ")
+_COMPILE_FRAME = re.compile(r'^\s*File "([^"]+)", line (\d+)\s*$')
+COMPILE_FRAME_REACH = 6
 TRACEBACK_HEADER = "Traceback (most recent call last)"
 _CHAIN = ("The above exception was the direct cause", "During handling of the above exception")
 
@@ -95,7 +100,7 @@ def parse_traceback(lines: list[str], exception_line: str) -> Traceback | None:
             start = index
             break
     if start is None:
-        return None
+        return _compile_error(lines, exception_line)
     body = lines[start + 1 :]
     frames = python_frames(body) or _ipython_frames(body) or _rich_frames(body)
     chained_from = None
@@ -104,6 +109,19 @@ def parse_traceback(lines: list[str], exception_line: str) -> Traceback | None:
             chained_from = _previous_exception(lines[:index])
             break
     return Traceback(frames=frames, exception=exception_line.strip(), chained_from=chained_from)
+
+
+def _compile_error(lines: list[str], exception_line: str) -> Traceback | None:
+    """The one frame of a script that did not compile: its `File "x.py", line N` a few lines up."""
+    if not _COMPILE_ERROR.match(exception_line):
+        return None
+    for index in range(len(lines) - 1, max(len(lines) - 1 - COMPILE_FRAME_REACH, -1), -1):
+        found = _COMPILE_FRAME.match(lines[index])
+        if found:
+            code = lines[index + 1].strip() if index + 1 < len(lines) else ""
+            frame = Frame(file=found.group(1), line=int(found.group(2)), function="<module>", code=code)
+            return Traceback(frames=[frame], exception=exception_line.strip())
+    return None
 
 
 def python_frames(body: list[str]) -> list[Frame]:
