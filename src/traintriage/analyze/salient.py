@@ -144,7 +144,8 @@ def logged_with_traceback(observation: Observation) -> bool:
 
 # A record at warning level and none higher on the line itself (`... WARNING worker-2 loader - corrupt image ...:
 # OSError('image file is truncated'); substituting sample 80`): the program reported what it worked around.
-_WARNING_RECORD = re.compile(r"(?:^|[\s|\[\]])(?:WARNING|WARN)(?:[\s|\]:]|$)")
+_WARNING_RECORD = re.compile(r"(?:^|[\s|\[\]])(?:WARNING|WARN)(?:[\s|\]:]|$)|\.py:\d{1,6}: [A-Z]\w{0,40}Warning: ")
+"""A logger's warning level, or Python's warnings module (`/path/saving_lib.py:869: UserWarning: ...`)."""
 _GRAVER_RECORD = re.compile(r"(?:^|[\s|\[\]])(?:ERROR|CRITICAL|FATAL|EXCEPTION)(?:[\s|\]:]|$)")
 _RECORD_REACH = 2048
 """Characters of a line searched for its level: a progress bar's redraws can come before the record glued to it."""
