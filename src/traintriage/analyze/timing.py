@@ -8,6 +8,7 @@ nothing, for far longer than the step time.
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -18,8 +19,9 @@ from traintriage.analyze.observations import Observation
 from traintriage.analyze.ranks import named_faulty_rank, watchdog_laggard
 from traintriage.analyze.scoring import Candidate
 from traintriage.kb.schema import Nature
-from traintriage.match.scan import SourceScan
+from traintriage.match.scan import CLOCK, SourceScan
 from traintriage.parse.metrics import MetricPoint
+from traintriage.parse.prefix import parse_prefix
 
 NO_PROGRESS = frozenset({"training-hang", "straggler-slow-rank"})
 HANG_FACTOR = 20.0
@@ -93,9 +95,11 @@ def _stalled_after_progress(scans: list[SourceScan], points: list[MetricPoint], 
         if last_seen is not None:
             last_seen = in_year_of(last_seen, timed[-1])
         after = [t for t in (in_year_of(e, timed[-1]) for e in events) if t > timed[-1]]
+        ended_by_event = bool(after) and (last_seen is None or min(after) <= last_seen)
         if after:
             last_seen = min(after) if last_seen is None else min(last_seen, min(after))
-        if last_seen is not None and step > 0 and last_seen - timed[-1] > max(HANG_FACTOR * step, 30.0):
+        if last_seen is not None and step > 0 and last_seen - timed[-1] > max(HANG_FACTOR * step, 30.0) \
+                and (ended_by_event or not _ends_in_ordinary_output(scans)):
             return f"no progress for {last_seen - timed[-1]:.0f}s after the last step (step time {step:.2g}s)"
     if not points:
         return None
@@ -135,6 +139,21 @@ def _step_time(points: list[MetricPoint]) -> float:
         times.sort()
         gaps.extend(b - a for a, b in zip(times, times[1:], strict=False) if b > a)
     return median(gaps) if gaps else 0.0
+
+
+def _ends_in_ordinary_output(scans: list[SourceScan]) -> bool:
+    """The latest stamped line of the log is the program's own output (an evaluation's results, a summary),
+    not a wait, a timeout or a stack dump: the process was alive and printing at the end, so the pause
+    before that line was work (a validation pass takes many step times), not a hang."""
+    latest = max((s for s in scans if s.tail_time is not None), key=lambda s: s.tail_time or 0.0, default=None)
+    if latest is None:
+        return False
+    line = next((text for text in reversed(latest.tail) if CLOCK.search(text) and parse_prefix(text).time), None)
+    return line is not None and not _is_waiting(line) and not _GRAVE.search(line)
+
+
+_GRAVE = re.compile(r"\b(?:ERROR|CRITICAL|FATAL|Error|Exception|Traceback|SIG[A-Z]{2,5}\d?|[Ss]ignal)\b")
+"""Words of a line that is not the program's ordinary output: an error, or a signal that stopped it."""
 
 
 def _waiting_lines(lines: list[str]) -> int:
