@@ -1,13 +1,14 @@
 """A small DDP job (gloo, CPU) that fails in a chosen way on a chosen rank and step.
 
 Run under torchrun. Modes: crash (an out-of-range token id reaches the embedding),
-hang (the rank blocks before its collective), slow (the rank's input pipeline is 4x
+hang (the rank blocks before its collective and dumps its stack), slow (the rank's input pipeline is 4x
 slower), nan (the rank's loss turns NaN), ok (a healthy run).
 """
 
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import logging
 import math
 import time
@@ -46,6 +47,8 @@ def main() -> None:
         if args.mode == "crash" and faulty and step == args.fault_step:
             tokens[0, 0] = VOCAB + 7
         if args.mode == "hang" and faulty and step == args.fault_step:
+            # what a job set up for hangs does: dump the stuck rank's stack when no step completes
+            faulthandler.dump_traceback_later(args.timeout / 2)
             time.sleep(3600)
         loss = ddp(tokens).pow(2).mean()
         if args.mode == "nan" and faulty and step == args.fault_step:
