@@ -220,3 +220,12 @@ def test_a_host_named_without_digits_before_a_rank_tag() -> None:
 def test_a_capitalised_word_is_no_host_without_a_rank_tag_after_it() -> None:
     for line in ("Error: could not open file", "Warning: deprecated", "Node7: hello"):
         assert parse_prefix(line).host is None
+
+
+def test_the_rank_field_of_a_json_log_record_is_its_rank() -> None:
+    from traintriage.parse.prefix import json_record_rank
+
+    assert json_record_rank('{"level": "ERROR", "message": "failed", "rank": 3, "world_size": 4}') == 3
+    assert json_record_rank('{"event": "step", "global_rank": "12"}') == 12
+    assert json_record_rank('{"message": "local_rank: 2 started"}') is None
+    assert json_record_rank('step 5 "rank": 1,') is None  # not a record

@@ -154,3 +154,16 @@ def test_a_script_that_does_not_compile_has_its_own_line_as_the_frame() -> None:
 def test_a_frame_line_without_a_compile_error_is_no_traceback() -> None:
     lines = ['  File "/home/u/proj/train.py", line 57', "    x = y"]
     assert parse_traceback(lines, "ValueError: bad value") is None
+
+
+def test_a_traceback_escaped_into_a_json_record_is_parsed_from_its_own_line() -> None:
+    from traintriage.parse.traceback import escaped_traceback
+
+    record = ('{"level": "ERROR", "message": "failed", "exc_info": "Traceback (most recent call last):\\n'
+              '  File \\"/app/train.py\\", line 9, in <module>\\n    x = cfg[\\"lr\\"]\\nKeyError: \'lr\'", "rank": 1}')
+    traceback = escaped_traceback(record)
+    assert traceback is not None
+    assert traceback.exception == "KeyError: 'lr'"
+    assert traceback.user_frame is not None and traceback.user_frame.file == "/app/train.py"
+    assert escaped_traceback('{"message": "Traceback (most recent call last):\\n"}') is None
+    assert escaped_traceback("Traceback (most recent call last):") is None

@@ -17,8 +17,15 @@ from datetime import datetime, timezone
 
 from traintriage.ingest.sources import Source
 from traintriage.match.scan import DATED, LineHit, SourceScan, Tail
-from traintriage.parse.prefix import Prefix, failed_process_rank, parse_prefix, rank_in_text, span_rank
-from traintriage.parse.traceback import Traceback, parse_traceback
+from traintriage.parse.prefix import (
+    Prefix,
+    failed_process_rank,
+    json_record_rank,
+    parse_prefix,
+    rank_in_text,
+    span_rank,
+)
+from traintriage.parse.traceback import Traceback, escaped_traceback, parse_traceback
 
 _YEAR = re.compile(r"\b(20\d\d)-\d\d-\d\d[T _]\d\d:\d\d")
 _REPORT_RANKS = re.compile(r"rank\s*: (\d{1,6}) \(local_rank: (\d{1,6})\)")
@@ -62,8 +69,8 @@ def context_before(observation: Observation) -> list[str]:
 
 def traceback_before(observation: Observation) -> Traceback | None:
     """The Python traceback that ends at the observation's line, from its own process's lines
-    printed before it."""
-    return parse_traceback(context_before(observation), observation.message)
+    printed before it, or within the line itself when a structured logger escaped it into a JSON string."""
+    return escaped_traceback(observation.hit.text) or parse_traceback(context_before(observation), observation.message)
 
 
 def _same_process(prefix: Prefix, rank: int | None, local_rank: int | None) -> bool:
@@ -147,6 +154,8 @@ def place(scans: list[SourceScan], sources: list[Source]) -> list[Observation]:
                 rank = rank_in_text(hit.text[:80])
             if rank is None and "rank=" in hit.text[-24:]:
                 rank = span_rank(hit.text)
+            if rank is None:
+                rank = json_record_rank(prefix.message)
             if rank is None and hit.after:
                 rank = _rank_after(hit)
             stamp = prefix.time

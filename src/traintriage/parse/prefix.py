@@ -458,6 +458,17 @@ def rank_in_text(text: str) -> int | None:
     return int(match.group(1)) if match else None
 
 
+_JSON_RANK = re.compile(r'"(?:rank|global_rank|RANK)":\s?"?(\d{1,6})"?\s?[,}]')
+
+
+def json_record_rank(message: str) -> int | None:
+    """The rank field of a structured logger's JSON record (`{"level": "ERROR", ..., "rank": 1, ...}`)."""
+    if not message.startswith("{"):
+        return None
+    match = _JSON_RANK.search(message)
+    return int(match.group(1)) if match else None
+
+
 def span_rank(text: str) -> int | None:
     """The `rank=N` span field a `tracing` logger puts at the end of an event (TGI's shard manager)."""
     if "rank=" not in text[-24:]:

@@ -7,6 +7,7 @@ is usually what went wrong.
 
 from __future__ import annotations
 
+import json
 import re
 import sys
 from dataclasses import dataclass
@@ -109,6 +110,27 @@ def parse_traceback(lines: list[str], exception_line: str) -> Traceback | None:
             chained_from = _previous_exception(lines[:index])
             break
     return Traceback(frames=frames, exception=exception_line.strip(), chained_from=chained_from)
+
+
+_ESCAPED_HEADER = TRACEBACK_HEADER + ":\\n"
+_JSON_STRING_BODY = re.compile(r'(?:[^"\\]|\\.){0,65536}')
+"""The rest of a JSON string up to its closing quote: escapes are skipped whole, so `\\"` does not end it."""
+
+
+def escaped_traceback(line: str) -> Traceback | None:
+    """A traceback a structured logger wrote into one JSON string (python-json-logger's or structlog's
+    `exc_info`, loguru's `serialize=True`): `"Traceback (most recent call last):\\n  File ...\\nKeyError: 'x'"`
+    on the record's own line, decoded and parsed as the lines Python printed."""
+    at = line.find(_ESCAPED_HEADER)
+    if at < 0:
+        return None
+    body = _JSON_STRING_BODY.match(line, at)
+    try:
+        text = json.loads('"' + (body.group(0) if body else "") + '"')
+    except ValueError:
+        return None
+    lines = [row for row in text.splitlines() if row.strip()]
+    return parse_traceback(lines[:-1], lines[-1]) if len(lines) > 1 else None
 
 
 def _compile_error(lines: list[str], exception_line: str) -> Traceback | None:
