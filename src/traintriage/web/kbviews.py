@@ -106,16 +106,17 @@ def distinguishing_signatures(entries: list[Entry]) -> dict[str, list[tuple[str,
 
 
 def literals(pattern: str) -> list[str]:
-    """Literal runs of a signature, at least MIN_LITERAL characters, each whole (alternatives
-    and optional parts cut apart): text to find verbatim inside a pasted error line, for the
-    static site's search. (`kb.search_index.signature_words` gives the words, for BM25.)"""
+    """Literal runs of a signature, at least MIN_LITERAL bytes of UTF-8 (a word of three CJK characters
+    is as specific as a long Latin one), each whole (alternatives and optional parts cut apart): text to
+    find verbatim inside a pasted error line, for the static site's search. (`kb.search_index.signature_words`
+    gives the words, for BM25.)"""
     runs: list[str] = []
     current: list[str] = []
     index, depth_class = 0, False
 
     def cut() -> None:
         text = "".join(current).strip()
-        if len(text) >= MIN_LITERAL:
+        if len(text.encode("utf-8")) >= MIN_LITERAL:
             runs.append(text)
         current.clear()
 
