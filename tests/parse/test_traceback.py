@@ -89,6 +89,20 @@ def test_ipython_7_frames_with_colab_links_give_the_cell_and_the_raising_line() 
     assert traceback.user_frame == traceback.frames[1]
 
 
+def test_ipython_7_prints_a_modules_frame_without_brackets() -> None:
+    lines = """---------------------------------------------------------------------------
+NameError                                 Traceback (most recent call last)
+<ipython-input-3-5f0e9d2c1b7a> in <module>
+      2 model = build_model(cfg)
+----> 3 history = model.fit(train_x, train_y, epochs=epochs)
+      4 plot(history)
+""".splitlines()
+    traceback = parse_traceback(lines, "NameError: name 'train_x' is not defined")
+    assert traceback is not None
+    assert [(f.file, f.line, f.function) for f in traceback.frames] == [("ipython-input-3-5f0e9d2c1b7a", 3, "<module>")]
+    assert traceback.user_frame == traceback.frames[0]
+
+
 def test_ipython_8_cells_are_the_users_code_and_library_files_are_not() -> None:
     traceback = parse_traceback(IPYTHON_8, "ValueError: Input 0 of layer dense is incompatible")
     assert traceback is not None

@@ -37,6 +37,7 @@ from traintriage.analyze.salient import (
 from traintriage.analyze.scoring import Candidate, rank_candidates, score_entries, supporting_hints
 from traintriage.analyze.script_error import EMPTY_DATA, EMPTY_DATA_SCORE, divided_by_empty_data
 from traintriage.analyze.second_opinion import ALTERNATIVES, alternatives, as_hints, second_opinion
+from traintriage.analyze.sigkill import signal_not_oom
 from traintriage.analyze.timing import NO_PROGRESS, HangFinding, hang_finding, is_crash
 from traintriage.kb.loader import KnowledgeBase
 from traintriage.kb.schema import Entry, Nature, Role
@@ -228,6 +229,11 @@ def analyze(
         root, collateral, excused = _barrier_missed_a_crash(root, collateral, ranked, barrier_missing_ranks(faulty),
                                                              kb, observations, scanner, excused,
                                                              {o.order for o in timeouts})
+    killed = signal_not_oom(root, ranked) if root is not None else None
+    if root is not None and killed is not None:
+        collateral = [(c, killed.entry_id) for c, _ in collateral if c is not killed]
+        ranked = [killed, root] + [c for c in ranked if c is not root and c is not killed]
+        root = killed
     if root is not None:
         ranked = [root] + [c for c in ranked if c is not root]
     cut_lines = last_frame_lines(scans, names, reports_at_the_end(

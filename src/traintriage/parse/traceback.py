@@ -21,11 +21,12 @@ _LIBRARY_PATH = re.compile(
 _CYTHON_SUFFIXES = (".pyx", ".pxi")
 # IPython's (Jupyter, Colab) frames: a header naming the file, then source lines with the current
 # one marked by an arrow (`----> 6 clf.fit(X)`, `-> 5487     return ...`). IPython <= 7 prints
-# `<ipython-input-7-5527dad455e1> in <module>()` or `/path/generic.py in __getattr__(self, name)`
+# `<ipython-input-7-5527dad455e1> in <module>()` (7.x: `in <module>`, no brackets) or `/path/generic.py in __getattr__(self, name)`
 # (Colab wraps the path as a link, `[/path/generic.py](https://localhost:8080/#) in ...`); 8.x prints
 # `Cell In[3], line 5` (8.0-8.4: `Input In [3], in <cell line: 5>()`) and `File /path/x.py:70, in f(...)`.
 _IPYTHON_FRAME = re.compile(
-    r"^\s*\[?(<ipython-input-[\w-]{1,80}>|(?:[A-Za-z]:)?[~/\\][^\s\]\[]{0,400}?\.py)\]?(?:\([^)\s]{0,200}\))? in ([\w<>.]{1,200})\("
+    r"^\s*\[?(<ipython-input-[\w-]{1,80}>|(?:[A-Za-z]:)?[~/\\][^\s\]\[]{0,400}?\.py)\]?(?:\([^)\s]{0,200}\))? in "
+    r"(?:([\w<>.]{1,200})\(|(<module>)\s*$)"
 )
 _IPYTHON_FILE_FRAME = re.compile(r"^\s*File ((?:[A-Za-z]:)?[~/\\]\S{0,400}?\.py):(\d+), in ([^\s(]{1,200})")
 _IPYTHON_CELL = re.compile(r"^\s*(?:Cell In ?\[(\d+)\], line (\d+)|Input In \[(\d+)\], in <cell line: (\d+)>)")
@@ -206,7 +207,7 @@ def _ipython_header(text: str) -> Frame | None:
         return Frame(file=found.group(1), line=int(found.group(2)), function=found.group(3))
     found = _IPYTHON_FRAME.match(text)
     if found:
-        return Frame(file=found.group(1).strip("<>"), line=0, function=found.group(2))
+        return Frame(file=found.group(1).strip("<>"), line=0, function=found.group(2) or found.group(3))
     return None
 
 
