@@ -29,6 +29,27 @@ def test_llm_divergence_from_a_high_start_is_found() -> None:
     assert finding is not None and finding.kind == "loss-divergence"
 
 
+def test_a_loss_that_only_climbed_from_its_first_values_diverged() -> None:
+    """A learning rate far too high from step one: no low point to fall from, so no rolling minimum to rise above."""
+    losses = [14.6, 102.0, 408.0] + [600.0 + 37.0 * (i % 9) for i in range(27)]
+    finding = curves.diverged(_series(losses))
+    assert finding is not None and finding.kind == "loss-divergence" and "rose from" in finding.detail
+
+
+def test_a_spike_the_curve_never_came_down_from_diverged_on_that_rank() -> None:
+    """A few healthy steps, then a jump by orders of magnitude that stays: every rolling window is past the jump."""
+    healthy = _series([2.1, 1.4, 0.9, 0.7, 0.6, 0.55, 0.5, 0.48, 0.47, 0.46, 0.45, 0.44] * 2, rank=0)
+    blown = [2.1, 1.4, 0.9, 0.6, 0.5, 0.45, 3.5e5, 1.9e5, 1.1e5, 6e4, 3e4] + [5e3 - 100 * i for i in range(40)]
+    finding = curves.diverged(healthy + _series(blown, rank=2))
+    assert finding is not None and finding.rank == 2
+
+
+def test_a_loss_that_spiked_and_recovered_did_not_diverge() -> None:
+    losses = [2.0 + 0.01 * (i % 5) for i in range(40)]
+    losses[25] = 40.0
+    assert curves.spikes(_series(losses)) and curves.diverged(_series(losses)) is None
+
+
 def test_healthy_noisy_curve_has_no_anomaly() -> None:
     losses = [3.0 - i * 0.01 + (0.15 if i % 7 == 0 else 0.0) for i in range(120)]
     series = _series(losses, grads=[1.0 + 0.2 * (i % 4) for i in range(120)], throughput=[50.0 + i % 3 for i in range(120)])

@@ -20,6 +20,8 @@ from traintriage.parse.metrics import MetricPoint
 ROLLING = 20
 SPIKE_FACTOR = 4.0
 DIVERGED_FACTOR = 2.0
+RISEN_FACTOR = 4.0
+"""A run that ends this many times above its first losses diverged from the start."""
 STRAGGLER_FACTOR = 1.3
 GRAD_EXPLOSION_FACTOR = 10.0
 DROP_FACTOR = 2.0
@@ -33,6 +35,8 @@ class CurveFinding:
     step: int | None
     detail: str
     point: MetricPoint
+    base: float | None = None
+    """For a jump, the rolling median it was measured against."""
 
 
 CurveKey = int | tuple[int, str | None, int] | None
@@ -149,7 +153,7 @@ def _first_jumps(
             base = median_of_sorted(window)
             point, value = finite[index]
             if base > 0 and value > factor * base and value - base > min_gap:
-                findings.append(CurveFinding(kind, point.rank, point.step, f"{label} {base:.4g} -> {value:.4g}", point))
+                findings.append(CurveFinding(kind, point.rank, point.step, f"{label} {base:.4g} -> {value:.4g}", point, base))
                 break
             insort(window, value)
             if index >= ROLLING:
@@ -181,10 +185,16 @@ def diverged(points: list[MetricPoint]) -> CurveFinding | None:
     """The loss ends far above the best level the run had reached and never comes back.
 
     The baseline is the lowest rolling median before the tail, not the early loss: a
-    language model starts near ln(vocab), so its early median hides a later blow-up.
+    language model starts near ln(vocab), so its early median hides a later blow-up. Two
+    blow-ups a rolling median hides are read too: a loss that only climbed from its first
+    values (a learning rate far too high from step one ends many times above where it
+    started, which a healthy run never does), and a spike the curve never came down from
+    (a few healthy steps, then a jump by orders of magnitude that fills every window).
     """
+    spiked = {finding.rank: finding for finding in spikes(points)}
     for series in by_rank(points).values():
-        losses = [p.loss for p in series if p.loss is not None and math.isfinite(p.loss)]
+        finite = [p for p in series if p.loss is not None and math.isfinite(p.loss)]
+        losses = [p.loss for p in finite if p.loss is not None]
         if len(losses) < MIN_POINTS:
             continue
         tail_size = max(3, len(losses) // 8)
@@ -194,10 +204,20 @@ def diverged(points: list[MetricPoint]) -> CurveFinding | None:
         best = min(rolling) if rolling else min(head)
         late = median(losses[-tail_size:])
         if best > 0 and late > DIVERGED_FACTOR * best and late - best > 1.0:
-            tail_points = [p for p in series if p.loss is not None and math.isfinite(p.loss)][-tail_size:]
             onset = _onset(series, best)
             return CurveFinding("loss-divergence", series[0].rank, onset.step,
-                                f"loss fell to {best:.4g}, then rose to {late:.4g} and stayed there", onset or tail_points[0])
+                                f"loss fell to {best:.4g}, then rose to {late:.4g} and stayed there", onset or finite[-tail_size])
+        start = median(losses[:3])
+        if start > 0 and late > RISEN_FACTOR * start and late - start > 1.0:
+            onset = _onset(series, start)
+            return CurveFinding("loss-divergence", series[0].rank, onset.step,
+                                f"loss rose from {start:.4g} at the start to {late:.4g} and stayed there", onset)
+        spike = spiked.get(series[0].rank)
+        base = spike.base if spike is not None else None
+        if spike is not None and base is not None and late > DIVERGED_FACTOR * base and late - base > 1.0 \
+                and _after(finite[-tail_size], spike.point):
+            return CurveFinding("loss-divergence", spike.rank, spike.step,
+                                f"{spike.detail} and never came back (ends at {late:.4g})", spike.point)
     return None
 
 
