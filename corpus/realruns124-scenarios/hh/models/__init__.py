@@ -1,0 +1,1 @@
+from .cnn import build_model  # noqa: F401
