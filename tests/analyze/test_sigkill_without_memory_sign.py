@@ -8,25 +8,14 @@ from pathlib import Path
 
 import pytest
 
+from tests.analyze.torchrun_report import failure_report
 from traintriage.pipeline import diagnose
 
 _STEPS = [f"[rank{rank}]: epoch 0 step {step} loss {2.5 - step / 10:.3f}" for step in range(1, 6) for rank in (0, 1)]
 _TORCHRUN_KILL = [
     "W1207 10:02:11.031000 7712 torch/distributed/elastic/multiprocessing/api.py:900] Sending process 7790 closing signal SIGTERM",
     "E1207 10:02:11.352000 7712 torch/distributed/elastic/multiprocessing/api.py:874] failed (exitcode: -9) local_rank: 1 (pid: 7791) of binary: /usr/bin/python3",
-    "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: ",
-    "============================================================",
-    "train.py FAILED",
-    "------------------------------------------------------------",
-    "Root Cause (first observed failure):",
-    "[0]:",
-    "  time      : 2026-12-07_10:02:11",
-    "  host      : node7",
-    "  rank      : 1 (local_rank: 1)",
-    "  exitcode  : -9 (pid: 7791)",
-    "  error_file: <N/A>",
-    "  traceback : Signal 9 (SIGKILL) received by PID 7791",
-    "============================================================",
+    *failure_report(1, -9, "SIGKILL"),
 ]
 _SPAWN_KILL = [
     "Traceback (most recent call last):",
@@ -69,7 +58,7 @@ def test_a_shells_killed_line_stays_the_oom_killers(tmp_path: Path) -> None:
 
 
 def test_a_segfault_is_unchanged(tmp_path: Path) -> None:
-    segv = [line.replace("-9", "-11").replace("Signal 9 (SIGKILL)", "Signal 11 (SIGSEGV)") for line in _TORCHRUN_KILL]
+    segv = [line.replace("-9", "-11") for line in _TORCHRUN_KILL[:2]] + failure_report(1, -11, "SIGSEGV")
     root, candidates = _diagnose(tmp_path, _STEPS + segv)
     assert root == "worker-killed-by-signal"
     assert "host-oom-killed" not in candidates

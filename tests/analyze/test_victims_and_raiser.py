@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from tests.analyze.torchrun_report import failure_report as _report
 from traintriage.pipeline import diagnose
 
 
@@ -43,25 +44,6 @@ def test_without_a_raiser_the_victims_class_is_the_answer(tmp_path: Path) -> Non
     path.write_text("\n".join(_victim(1) + _victim(2)) + "\n")
     diagnosis = diagnose([str(path)])
     assert diagnosis.root_cause is not None and diagnosis.root_cause.id == "gloo-connection-closed"
-
-
-def _report(rank: int, exitcode: int, signal: str) -> list[str]:
-    """torchrun's failure report for one rank, as its agent prints it."""
-    return [
-        "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: ",
-        "============================================================",
-        "train.py FAILED",
-        "------------------------------------------------------------",
-        "Root Cause (first observed failure):",
-        "[0]:",
-        "  time      : 2026-12-06_03:14:29",
-        "  host      : node-a",
-        f"  rank      : {rank} (local_rank: {rank})",
-        f"  exitcode  : {exitcode} (pid: 17344)",
-        "  error_file: <N/A>",
-        f"  traceback : Signal {-exitcode} ({signal}) received by PID 17344",
-        "============================================================",
-    ]
 
 
 def test_a_peer_killed_by_a_signal_no_class_names_outranks_the_victims_class(tmp_path: Path) -> None:

@@ -230,10 +230,13 @@ def analyze(
                                                              kb, observations, scanner, excused,
                                                              {o.order for o in timeouts})
     killed = signal_not_oom(root, ranked) if root is not None else None
+    alternative_reading: str | None = None
     if root is not None and killed is not None:
-        collateral = [(c, killed.entry_id) for c, _ in collateral if c is not killed]
-        ranked = [killed, root] + [c for c in ranked if c is not root and c is not killed]
-        root = killed
+        # the signal is the finding; running out of host RAM stays the first alternative, another reading of
+        # the same line rather than a rival that lowers the confidence
+        collateral = [(c, killed.entry_id) for c, _ in collateral if c.entry_id != killed.entry_id]
+        ranked = [killed, root] + [c for c in ranked if c is not root and c.entry_id != killed.entry_id]
+        alternative_reading, root = root.entry_id, killed
     if root is not None:
         ranked = [root] + [c for c in ranked if c is not root]
     cut_lines = last_frame_lines(scans, names, reports_at_the_end(
@@ -286,7 +289,8 @@ def analyze(
     traceback = _root_traceback(root)
     explained = {c.entry_id for c, _ in collateral}
     raw = (opinion.confidence if opinion is not None
-           else _confidence([c for c in ranked if c.entry_id not in explained], ranked))
+           else _confidence([c for c in ranked if c.entry_id not in explained and c.entry_id != alternative_reading],
+                            ranked))
     if empty_data is not None:
         raw = {**raw, EMPTY_DATA: EMPTY_DATA_SCORE}
     raw = {**{h.entry_id: round(h.score, 2) for h in hints}, **raw}  # a hint never lowers an opinion's figure

@@ -10,6 +10,8 @@ an exit status 137 and a process pool's SIGKILL report stay the OOM killer's, as
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from traintriage.analyze.scoring import Candidate
 
 HOST_OOM = "host-oom-killed"
@@ -28,8 +30,7 @@ def signal_not_oom(root: Candidate, ranked: list[Candidate]) -> Candidate | None
         return None
     killed = next((c for c in ranked if c.entry_id == KILLED_BY_SIGNAL), None)
     if killed is None:
-        killed = Candidate(entry_id=KILLED_BY_SIGNAL, score=root.score, nature=root.nature, roots=list(root.roots),
-                           reason=f"a launcher reported SIGKILL ({', '.join(sorted(root.signatures))}) with no sign of memory pressure")
-    killed.score = max(killed.score, root.score)
-    killed.roots = sorted({o.order: o for o in killed.roots + root.roots}.values(), key=lambda o: o.sort_key)
-    return killed
+        return Candidate(entry_id=KILLED_BY_SIGNAL, score=root.score, nature=root.nature, roots=list(root.roots),
+                         reason=f"a launcher reported SIGKILL ({', '.join(sorted(root.signatures))}) with no sign of memory pressure")
+    lines = sorted({o.order: o for o in killed.roots + root.roots}.values(), key=lambda o: o.sort_key)
+    return replace(killed, score=max(killed.score, root.score), roots=lines)
