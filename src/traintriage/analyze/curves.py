@@ -181,7 +181,7 @@ def throughput_drops(points: list[MetricPoint]) -> list[CurveFinding]:
     return findings
 
 
-def diverged(points: list[MetricPoint]) -> CurveFinding | None:
+def diverged(points: list[MetricPoint], spiked: list[CurveFinding] | None = None) -> CurveFinding | None:
     """The loss ends far above the best level the run had reached and never comes back.
 
     The baseline is the lowest rolling median before the tail, not the early loss: a
@@ -190,9 +190,10 @@ def diverged(points: list[MetricPoint]) -> CurveFinding | None:
     values (a learning rate far too high from step one ends many times above where it
     started, which a healthy run never does), and a spike the curve never came down from
     (a few healthy steps, then a jump by orders of magnitude that fills every window).
+    `spiked`: the `spikes(points)` the caller already found, to spare the second pass.
     """
-    spiked = {finding.rank: finding for finding in spikes(points)}
-    for series in by_rank(points).values():
+    first_spike = {curve_of(finding.point): finding for finding in (spikes(points) if spiked is None else spiked)}
+    for curve, series in by_rank(points).items():
         finite = [p for p in series if p.loss is not None and math.isfinite(p.loss)]
         losses = [p.loss for p in finite if p.loss is not None]
         if len(losses) < MIN_POINTS:
@@ -212,7 +213,7 @@ def diverged(points: list[MetricPoint]) -> CurveFinding | None:
             onset = _onset(series, start)
             return CurveFinding("loss-divergence", series[0].rank, onset.step,
                                 f"loss rose from {start:.4g} at the start to {late:.4g} and stayed there", onset)
-        spike = spiked.get(series[0].rank)
+        spike = first_spike.get(curve)
         base = spike.base if spike is not None else None
         if spike is not None and base is not None and late > DIVERGED_FACTOR * base and late - base > 1.0 \
                 and _after(finite[-tail_size], spike.point):

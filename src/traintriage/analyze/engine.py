@@ -568,10 +568,11 @@ def _curve_findings(
         _add_finding(candidates, "loss-nan", 0.8, _observation_at(observations, nonfinite.point, names), nonfinite.detail)
     elif nonfinite is not None and "loss-nan" in candidates and _trained_past(candidates["loss-nan"], points):
         del candidates["loss-nan"]
-    findings.extend(curves.spikes(points))
+    spiked = curves.spikes(points)
+    findings.extend(spiked)
     findings.extend(curves.grad_norm_explosions(points))
     findings.extend(curves.throughput_drops(points))
-    divergence = curves.diverged(points)
+    divergence = curves.diverged(points, spiked)
     findings.append(divergence)
     if divergence is not None and nonfinite is None:
         _add_finding(candidates, "loss-spike-divergence", 0.6, _observation_at(observations, divergence.point, names),
