@@ -296,6 +296,12 @@ FAILED = {
         '  File "/opt/venv/lib/python3.10/site-packages/accelerate/accelerator.py", line 1092, in accumulate',
         "    cm_stack.enter_context(self.no_sync(m))",
     ],
+    "a paste of frames only, the last one raising": [
+        '  File "/home/ana/train.py", line 140, in build_loader',
+        "    ds = ConcatDataset(parts)",
+        '  File "/home/ana/data/concat.py", line 31, in __init__',
+        "    assert len(parts) < 255",
+    ],
 }
 
 HEALTHY = {

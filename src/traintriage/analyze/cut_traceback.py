@@ -23,6 +23,9 @@ _EXCEPTION_LINE = re.compile(r"\s{0,40}(?:[A-Za-z_]\w{0,100}\.){0,10}[A-Za-z_]\w
 statement, `return next(self.gen)`, never a bare dotted name)."""
 
 
+_RAISING_STATEMENT = re.compile(r"\s{0,40}(?:raise|assert)\b")
+
+
 def last_frame_lines(scans: list[SourceScan], names: list[str], not_failures: set[int]) -> list[Observation]:
     """The last frame's `File ...` line and source line of each source whose log ends inside a
     traceback (see `_cut_at`): the process was reporting an exception when its log ended, which
@@ -58,8 +61,10 @@ def _trimmed(messages: list[str]) -> list[str]:
 
 def _cut_at(messages: list[str]) -> int | None:
     """Where the last frame starts, when the messages end on it (its `File` line, then at most
-    its source line) after a traceback's header. Frames without their header are not enough:
-    healthy logs end on stacks printed on purpose (`traceback.print_stack`, a logged graph break)."""
+    its source line) after a traceback's header, or on a frame whose source line raises (`raise ...`,
+    `assert ...`), which only an exception's traceback ends on. Other frames without their header are
+    not enough: healthy logs end on stacks printed on purpose (`traceback.print_stack`, a logged graph
+    break), whose last frame is the call that printed them."""
     messages = _trimmed(messages)
     if messages and is_frame_line(messages[-1]):
         frame_at = len(messages) - 1
@@ -67,4 +72,5 @@ def _cut_at(messages: list[str]) -> int | None:
         frame_at = len(messages) - 2
     else:
         return None  # something follows the last frame and its source line: the exception, or more
-    return frame_at if any(TRACEBACK_HEADER in m for m in messages[:frame_at]) else None
+    raising = frame_at + 1 < len(messages) and _RAISING_STATEMENT.match(messages[frame_at + 1]) is not None
+    return frame_at if raising or any(TRACEBACK_HEADER in m for m in messages[:frame_at]) else None
