@@ -296,6 +296,11 @@ FAILED = {
         '  File "/opt/venv/lib/python3.10/site-packages/accelerate/accelerator.py", line 1092, in accumulate',
         "    cm_stack.enter_context(self.no_sync(m))",
     ],
+    "the shell reports the process stopped by its cpu-time limit": [
+        "2026-12-04 10:31:02,118 - INFO - step 420/5000 loss 3.1841 lr 2.9e-04",
+        "2026-12-04 10:31:04,027 - INFO - step 430/5000 loss 3.1790 lr 2.9e-04",
+        "bash: line 1: 80412 CPU time limit exceeded (core dumped) python train.py --steps 5000",
+    ],
     "a paste of frames only, the last one raising": [
         '  File "/home/ana/train.py", line 140, in build_loader',
         "    ds = ConcatDataset(parts)",

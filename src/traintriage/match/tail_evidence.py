@@ -13,7 +13,8 @@ the log stops:
 - a last line at error level (`ERROR`, `FATAL`, `CRITICAL`) or one that reports an error or
   a failure in words (`Unknown OpenCL Error (221)`, `sbatch: error: Batch job submission
   failed: ...`, `Shard 0 failed to start`, `... was not successful`, an `ssh: connect to host ...:
-  Connection refused` that ends a launcher's output), unless it is a warning or an info or debug line
+  Connection refused` that ends a launcher's output, a shell's `bash: line 1: 14629 CPU time limit
+  exceeded  python train.py` for a process a resource limit stopped, `Disk quota exceeded`), unless it is a warning or an info or debug line
   (also when only its level letter says so: glog's `W0806 ...`, also behind a launcher's
   `[default1]:` tag, TF's `: W tensorflow/...`,
   ONNX Runtime's `[W:onnxruntime:...]`), a retry or a fallback (`... failed on device; falling
@@ -57,7 +58,8 @@ NAMED_ERROR_CODE = re.compile(r"\s{0,16}[A-Z][A-Za-z]{0,30}(?: [A-Z][A-Za-z]{0,3
 # stamp and a bracketed logger name (`[TensorRT] ERROR: ...`).
 LAST_ERROR_LINE = re.compile(r"(?:[\w.-]{1,64}\s{1,8}\|\s{1,8})?(?:\[?[\d/:.,TZ -]{8,40}\]?\s{1,4})?"
                              r"(?:\[[A-Za-z][\w. -]{0,30}\]\s{1,4})?(?:ERROR|FATAL|CRITICAL)\b")
-FAILURE_WORD = re.compile(r"(?i)\b(?:error|fail(?:ed|ure|s)?|unsuccessful|not successful|connection refused)\b")
+FAILURE_WORD = re.compile(r"(?i)\b(?:error|fail(?:ed|ure|s)?|unsuccessful|not successful|connection refused"
+                          r"|(?:limit|quota) exceeded)\b")
 NOT_A_FAILURE_REPORT = re.compile(
     r"(?i)warn|retry|\bfall(?:ing|s)?\s{1,4}back\b|\bINFO\b|\bDEBUG\b|\d%\||it/s\b|s/it\b|^\s{0,8}wandb:|\bspank:"
     r"|(?-i:\[[WIV]:|(?:^|[\]:>]\s?)[WI]\d{4} \d|: [WI] \S)"
