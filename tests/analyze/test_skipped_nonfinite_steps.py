@@ -53,3 +53,23 @@ def test_non_finite_losses_on_every_rank_are_loss_nan_even_when_skipped(tmp_path
     lines = [f"[default0]:INFO:trainer:step {step:4d} | loss {1.4 - 0.02 * step:.4f}" for step in range(3)] + lines
     diagnosis = _diagnose(tmp_path, lines)
     assert diagnosis.root_cause is not None and diagnosis.root_cause.id == "loss-nan"
+
+
+def test_a_boosting_run_whose_evaluation_metric_stays_nan_is_loss_nan(tmp_path: Path) -> None:
+    """XGBoost prints `[round]\t<data>-<metric>:<value>`; a NaN there on every round is a NaN objective."""
+    rounds = [f"[{n}]\ttrain-poisson-nloglik:nan\teval-poisson-nloglik:nan" for n in range(12)]
+    diagnosis = _diagnose(tmp_path, ["[10:02:11] WARNING: learner.cc:740: Parameters: { \"silent\" } are not used."]
+                          + rounds)
+    assert diagnosis.root_cause is not None and diagnosis.root_cause.id == "loss-nan"
+
+
+def test_a_boosting_run_with_finite_metrics_is_no_failure(tmp_path: Path) -> None:
+    rounds = [f"[{n}]\ttrain-auc:{0.7 + 0.01 * n:.4f}\teval-auc:{0.68 + 0.01 * n:.4f}" for n in range(12)]
+    assert _diagnose(tmp_path, rounds).status.value == "no-failure"
+
+
+def test_a_paddle_loss_array_that_turns_nan_is_loss_nan(tmp_path: Path) -> None:
+    lines = [f"2026-03-01 10:00:{n:02d},100-INFO: Total iter: {10 * n}, epoch: 0, batch: {10 * n}, "
+             f"loss: [{'nan' if n > 3 else f'{9.8 - n:.6f}'}]" for n in range(12)]
+    diagnosis = _diagnose(tmp_path, lines)
+    assert diagnosis.root_cause is not None and diagnosis.root_cause.id == "loss-nan"

@@ -27,6 +27,9 @@ from traintriage.parse.metrics import MetricSampler, parse_metric_line
         ("epoch 3 | step 400 | avg_loss 1.207", 400, 1.207),
         # a loss key that names its aggregate (HiFi-GAN's console line)
         ("Steps : 40, Gen Loss Total :  nan, Mel-Spec. Error : 2.021, s/b : 0.443", None, math.nan),
+        # PaddlePaddle prints the loss as its one-element array
+        ("2026-12-03 10:41:07,118-INFO: Total iter: 10, epoch: 0, batch: 10, loss: [7.402214]", 10, 7.402214),
+        ("2026-12-03 10:41:08,402-INFO: Total iter: 20, epoch: 0, batch: 20, loss: [nan]", 20, math.nan),
     ],
 )
 def test_loss_and_step(line: str, step: int | None, loss: float) -> None:
@@ -44,6 +47,17 @@ def test_a_nan_loss_term_is_a_nan_loss_when_the_line_has_no_loss_of_its_own() ->
     assert finite is not None and finite.loss == pytest.approx(1.25)
     assert parse_metric_line("epoch 0 - best_val_loss: inf", 0, 1) is None
     assert parse_metric_line("epoch 0 - val_loss: 0.93", 0, 1) is None
+
+
+def test_a_boosting_rounds_nan_metric_is_a_nan_loss_and_its_other_values_no_point() -> None:
+    """XGBoost's and LightGBM's evaluation lines: NaN in any metric is a NaN objective; a finite
+    value makes no point (an auc rises as the model improves)."""
+    for line in ("[3]\ttrain-gamma-nloglik:nan", "[40]\tvalid_0's l2: nan",
+                 "[12]\tvalidation_0-rmse:0.4012\tvalidation_1-rmse:nan"):
+        point = parse_metric_line(line, 0, 1)
+        assert point is not None and point.loss is not None and math.isnan(point.loss), line
+    assert parse_metric_line("[3]\ttrain-auc:0.8812\teval-auc:0.8519", 0, 1) is None
+    assert parse_metric_line("[40]\tvalid_0's binary_error: 0.1183", 0, 1) is None
 
 
 def test_megatron_step_time_in_ms_is_seconds() -> None:

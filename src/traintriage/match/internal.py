@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
-from traintriage.parse.metrics import LOSS_AGGREGATE, LOSS_TERM_NAMES
+from traintriage.parse.metrics import GBM_EVAL_NAN, LOSS_AGGREGATE, LOSS_TERM_NAMES
 
 
 class Internal(str, Enum):
@@ -356,8 +356,9 @@ INTERNAL_PATTERNS: tuple[InternalPattern, ...] = (
             Internal.metric_nonfinite,
             fast,
             256,
-            confirm=r"(?i)(?:(?:" + LOSS_TERM_NAMES + r")" + LOSS_AGGREGATE + r"|\bxent|\bppl|perplexity|grad[_ ]?norm)['\"]?\s*(?:is\s+)?[:=]?\s*['\"]?[-+]?(?:nan|inf)\b",
+            confirm=r"(?i)(?:(?:" + LOSS_TERM_NAMES + r")" + LOSS_AGGREGATE + r"|\bxent|\bppl|perplexity|grad[_ ]?norm)['\"]?\s*(?:is\s+)?[:=]?\s*['\"]?\[?[-+]?(?:nan|inf)\b"
+                    r"|(?m:^)" + GBM_EVAL_NAN,
         )
-        for fast in (r"(?i)(?:[:='\"+-]|(?:^|[^\sf]|[^\so]f)\s+)nan\b", r"[\s:='\"+-](?:inf|Inf)(?:inity)?\b")
+        for fast in (r"(?i)(?:[:='\"+\[-]|(?:^|[^\sf]|[^\so]f)\s+)nan\b", r"[\s:='\"+-](?:inf|Inf)(?:inity)?\b")
     ),
 )

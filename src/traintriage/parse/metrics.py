@@ -24,12 +24,18 @@ _AGGREGATE = r"[ _](?:total|avg|mean|sum)"
 LOSS_AGGREGATE = r"(?:" + _AGGREGATE + r")?"
 """A loss key may name its aggregate after the word (HiFi-GAN's `Gen Loss Total : 141.385`), but not any
 word: `loss scale: 65536` is the fp16 loss scaler's."""
-_LOSS = re.compile(r"(?<![\w/])(?:(?:lm |train[_/]|av[gr]_)?loss(?:_?value|" + _AGGREGATE + r")?|xent)['\"]?\s*(?:is\s+)?[:=]?\s*['\"]?("
+# A value may be a one-element list: PaddlePaddle prints a loss as its numpy array (`loss: [10.000229]`).
+_LOSS = re.compile(r"(?<![\w/])(?:(?:lm |train[_/]|av[gr]_)?loss(?:_?value|" + _AGGREGATE + r")?|xent)['\"]?\s*(?:is\s+)?[:=]?\s*['\"]?\[?("
                    + _NUMBER + r")(?!\w|\.\w)")
 LOSS_TERM_NAMES = r"loss|crossentropy|cross_entropy|smoothl1|\bl_[a-z]{1,12}"
 """Keys of a loss term (lower-cased): any key with the word loss, and the names GluonCV logs its
 losses by (`CrossEntropy=nan, SmoothL1=nan`) and BasicSR's (`l_pix`, `l_percep`, `l_g_gan`)."""
-_TERM_NAN = re.compile(r"(?:" + LOSS_TERM_NAMES + r")" + LOSS_AGGREGATE + r"['\"]?\s*[:=]\s*['\"]?[-+]?nan(?![\w.])")
+_TERM_NAN = re.compile(r"(?:" + LOSS_TERM_NAMES + r")" + LOSS_AGGREGATE + r"['\"]?\s*[:=]\s*['\"]?\[?[-+]?nan(?![\w.])")
+GBM_EVAL_NAN = r"\s{0,8}\[\d{1,7}\]\s{1,8}[^\n]{0,300}?(?:-|'s )[\w@.-]{1,40}:\s?[-+]?nan(?![\w.])"
+"""A gradient-boosting round's evaluation line with a NaN metric: XGBoost's `[3]\ttrain-rmse:nan`
+(`[round]\t<data>-<metric>:<value>`), LightGBM's `[40]\tvalid_0's l2: nan`. Read for NaN only: the
+metric may be one that rises as the model improves (auc, ndcg), so its values make no loss curve."""
+_GBM_EVAL_NAN = re.compile(GBM_EVAL_NAN)
 """A NaN in any loss term (`actor/pg_loss:nan`, `kl_loss=nan`, `l_pix: nan`): the objective they
 sum to is NaN too. Read only when the line reports no loss of its own, and NaN only: `best_loss:
 inf` is a tracker's starting value, not a diverged run."""
@@ -102,7 +108,7 @@ def parse_metric_line(line: str, source: int, number: int, rank: int | None = No
     lower = prefix.message.lower()
     loss_match = _search_from(_LOSS, lower, ("loss", "xent"), back=len("train_"))
     loss = _float(loss_match.group(1)) if loss_match else None
-    if loss is None and "nan" in lower and _TERM_NAN.search(lower):
+    if loss is None and "nan" in lower and (_TERM_NAN.search(lower) or _GBM_EVAL_NAN.match(lower)):
         loss = math.nan
     grad = _GRAD.search(lower) if "norm" in lower else None
     if loss is None and not grad:
