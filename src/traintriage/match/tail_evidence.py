@@ -14,8 +14,9 @@ the log stops:
   a failure in words (`Unknown OpenCL Error (221)`, `sbatch: error: Batch job submission
   failed: ...`, `Shard 0 failed to start`, `... was not successful`, an `ssh: connect to host ...:
   Connection refused` that ends a launcher's output, a shell's `bash: line 1: 14629 CPU time limit
-  exceeded  python train.py` for a process a resource limit stopped, `Disk quota exceeded`), unless it is a warning or an info or debug line
-  (also when only its level letter says so: glog's `W0806 ...`, also behind a launcher's
+  exceeded  python train.py` for a process a resource limit stopped, `Disk quota exceeded`), unless
+  it is a warning or an info or debug line (also when only its level letter says so: glog's
+  `W0806 ...`, also behind a launcher's
   `[default1]:` tag, TF's `: W tensorflow/...`,
   ONNX Runtime's `[W:onnxruntime:...]`), a retry or a fallback (`... failed on device; falling
   back to CPU`), a progress bar (cloud loggers tag stderr,

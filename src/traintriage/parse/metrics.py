@@ -31,14 +31,14 @@ LOSS_TERM_NAMES = r"loss|crossentropy|cross_entropy|smoothl1|\bl_[a-z]{1,12}"
 """Keys of a loss term (lower-cased): any key with the word loss, and the names GluonCV logs its
 losses by (`CrossEntropy=nan, SmoothL1=nan`) and BasicSR's (`l_pix`, `l_percep`, `l_g_gan`)."""
 _TERM_NAN = re.compile(r"(?:" + LOSS_TERM_NAMES + r")" + LOSS_AGGREGATE + r"['\"]?\s*[:=]\s*['\"]?\[?[-+]?nan(?![\w.])")
+"""A NaN in any loss term (`actor/pg_loss:nan`, `kl_loss=nan`, `l_pix: nan`): the objective they
+sum to is NaN too. Read only when the line reports no loss of its own, and NaN only: `best_loss:
+inf` is a tracker's starting value, not a diverged run."""
 GBM_EVAL_NAN = r"\s{0,8}\[\d{1,7}\]\s{1,8}[^\n]{0,300}?(?:-|'s )[\w@.-]{1,40}:\s?[-+]?nan(?![\w.])"
 """A gradient-boosting round's evaluation line with a NaN metric: XGBoost's `[3]\ttrain-rmse:nan`
 (`[round]\t<data>-<metric>:<value>`), LightGBM's `[40]\tvalid_0's l2: nan`. Read for NaN only: the
 metric may be one that rises as the model improves (auc, ndcg), so its values make no loss curve."""
 _GBM_EVAL_NAN = re.compile(GBM_EVAL_NAN)
-"""A NaN in any loss term (`actor/pg_loss:nan`, `kl_loss=nan`, `l_pix: nan`): the objective they
-sum to is NaN too. Read only when the line reports no loss of its own, and NaN only: `best_loss:
-inf` is a tracker's starting value, not a diverged run."""
 _GRAD = re.compile(r"grad[_ ]?norm['\"]?\s*[:=]?\s*['\"]?(" + _NUMBER + r")(?![\w.])")
 _LR = re.compile(r"(?:learning[_ ]rate|\blr)['\"]?\s*[:=]\s*['\"]?(" + _NUMBER + r")(?![\w.])")
 _STEP = re.compile(r"(?:\bglobal[_ ]step|\bstep|\biteration|\biter)\s*[:=]?\s*\[?\s*(\d+)")
