@@ -73,3 +73,13 @@ def test_a_paddle_loss_array_that_turns_nan_is_loss_nan(tmp_path: Path) -> None:
              f"loss: [{'nan' if n > 3 else f'{9.8 - n:.6f}'}]" for n in range(12)]
     diagnosis = _diagnose(tmp_path, lines)
     assert diagnosis.root_cause is not None and diagnosis.root_cause.id == "loss-nan"
+
+
+def test_a_loss_that_blew_up_while_only_the_grad_norm_went_inf_diverged(tmp_path: Path) -> None:
+    """The loss stays finite (1e34) while the grad norm is inf from some step on: the non-finite values are
+    the gradient's, the run did not stop on NaN, and its loss diverged."""
+    losses = [0.52, 0.41, 0.93, 0.90, 2.3, 50.3, 1.2e16] + [1.7e34 + n * 1e32 for n in range(14)]
+    lines = [f"2026-03-01 10:00:{n:02d} rank=0 step={2 * n} loss={loss:.4f} lr=6.0e-01 "
+             f"grad_norm={'inf' if loss > 1e20 else f'{1.5 * (n + 1):.3f}'}" for n, loss in enumerate(losses)]
+    diagnosis = _diagnose(tmp_path, lines + ["training finished: 42 steps"])
+    assert diagnosis.root_cause is not None and diagnosis.root_cause.id == "loss-spike-divergence"

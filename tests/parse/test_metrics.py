@@ -27,6 +27,8 @@ from traintriage.parse.metrics import MetricSampler, parse_metric_line
         ("epoch 3 | step 400 | avg_loss 1.207", 400, 1.207),
         # a loss key that names its aggregate (HiFi-GAN's console line)
         ("Steps : 40, Gen Loss Total :  nan, Mel-Spec. Error : 2.021, s/b : 0.443", None, math.nan),
+        # Lightning pads a progress-bar value to five characters, NaN too
+        ("Epoch 1:  52%|#####2    | 33/64 [00:01<00:01, 30.2it/s, v_num=3, train_loss=nan.0]", None, math.nan),
         # PaddlePaddle prints the loss as its one-element array
         ("2026-12-03 10:41:07,118-INFO: Total iter: 10, epoch: 0, batch: 10, loss: [7.402214]", 10, 7.402214),
         ("2026-12-03 10:41:08,402-INFO: Total iter: 20, epoch: 0, batch: 20, loss: [nan]", 20, math.nan),

@@ -20,7 +20,7 @@ from traintriage.parse.metrics import MetricPoint
 ROLLING = 20
 SPIKE_FACTOR = 4.0
 DIVERGED_FACTOR = 2.0
-RISEN_FACTOR = 4.0
+RISEN_FACTOR = 3.0
 """A run that ends this many times above its first losses diverged from the start."""
 STRAGGLER_FACTOR = 1.3
 GRAD_EXPLOSION_FACTOR = 10.0

@@ -560,11 +560,14 @@ def _has_crash(candidates: dict[str, Candidate]) -> bool:
 def _curve_findings(
     observations: list[Observation], points: list[MetricPoint], candidates: dict[str, Candidate], names: list[str]
 ) -> list[curves.CurveFinding | None]:
-    """NaN onset and divergence become candidates when no crash explains the end."""
+    """NaN onset and divergence become candidates when no crash explains the end. A divergence is one
+    when no NaN is: also when the non-finite values were skipped or trained past (a grad norm that went
+    inf while the loss, finite, climbed to 1e34)."""
     nonfinite = curves.first_nonfinite(points) or curves.persistent_nonfinite_grad(points)
     findings: list[curves.CurveFinding | None] = [nonfinite]
-    if nonfinite is not None and not curves.recovered_after(points, nonfinite.point) \
-            and not curves.skipped_by_guard(points, nonfinite.point):
+    nan_stays = nonfinite is not None and not curves.recovered_after(points, nonfinite.point) \
+        and not curves.skipped_by_guard(points, nonfinite.point)
+    if nan_stays and nonfinite is not None:
         _add_finding(candidates, "loss-nan", 0.8, _observation_at(observations, nonfinite.point, names), nonfinite.detail)
     elif nonfinite is not None and "loss-nan" in candidates and _trained_past(candidates["loss-nan"], points):
         del candidates["loss-nan"]
@@ -574,7 +577,7 @@ def _curve_findings(
     findings.extend(curves.throughput_drops(points))
     divergence = curves.diverged(points, spiked)
     findings.append(divergence)
-    if divergence is not None and nonfinite is None:
+    if divergence is not None and not nan_stays:
         _add_finding(candidates, "loss-spike-divergence", 0.6, _observation_at(observations, divergence.point, names),
                      divergence.detail)
     return findings

@@ -17,7 +17,8 @@ from traintriage.parse.prefix import parse_prefix
 
 # Searched in the lower-cased message, case-sensitively: Python's `re` skips ahead to a
 # pattern's literal only without IGNORECASE, and these run on every sampled line of a big log.
-_NUMBER = r"[-+]?(?:\d+\.?\d*(?:e[-+]?\d+)?|\.\d+(?:e[-+]?\d+)?|nan|inf|infinity|-inf)"
+# Lightning pads a progress-bar value to five characters, non-finite ones too: `train_loss=nan.0`.
+_NUMBER = r"[-+]?(?:\d+\.?\d*(?:e[-+]?\d+)?|\.\d+(?:e[-+]?\d+)?|(?:nan|inf(?:inity)?)(?:\.0{1,8})?)"
 # A number may end a sentence (`ends with loss NaN.`), but not run on into more digits or a word.
 # OpenNMT-py names its loss by the cross-entropy it is (`ppl:  8.43; xent: 2.13;`).
 _AGGREGATE = r"[ _](?:total|avg|mean|sum)"
@@ -30,7 +31,7 @@ _LOSS = re.compile(r"(?<![\w/])(?:(?:lm |train[_/]|av[gr]_)?loss(?:_?value|" + _
 LOSS_TERM_NAMES = r"loss|crossentropy|cross_entropy|smoothl1|\bl_[a-z]{1,12}"
 """Keys of a loss term (lower-cased): any key with the word loss, and the names GluonCV logs its
 losses by (`CrossEntropy=nan, SmoothL1=nan`) and BasicSR's (`l_pix`, `l_percep`, `l_g_gan`)."""
-_TERM_NAN = re.compile(r"(?:" + LOSS_TERM_NAMES + r")" + LOSS_AGGREGATE + r"['\"]?\s*[:=]\s*['\"]?\[?[-+]?nan(?![\w.])")
+_TERM_NAN = re.compile(r"(?:" + LOSS_TERM_NAMES + r")" + LOSS_AGGREGATE + r"['\"]?\s*[:=]\s*['\"]?\[?[-+]?nan(?:\.0{1,8})?(?![\w.])")
 """A NaN in any loss term (`actor/pg_loss:nan`, `kl_loss=nan`, `l_pix: nan`): the objective they
 sum to is NaN too. Read only when the line reports no loss of its own, and NaN only: `best_loss:
 inf` is a tracker's starting value, not a diverged run."""
@@ -84,11 +85,15 @@ class MetricPoint:
     slow input pipeline shows only here."""
 
 
+_PADDED_NONFINITE = re.compile(r"([-+]?(?:nan|inf(?:inity)?))\.0+$")
+
+
 def _float(text: str | None) -> float | None:
     if text is None:
         return None
+    padded = _PADDED_NONFINITE.match(text)
     try:
-        return float(text)
+        return float(padded.group(1) if padded else text)
     except ValueError:
         return None
 
