@@ -96,6 +96,16 @@ FAILED = {
         "  (1) Unavailable: Socket closed",
         "0 successful operations.",
     ],
+    "tensorflow's numbered statuses of a failed step, pasted without the summary line": [
+        "  (0) Invalid argument: Computation requires more parameters (912) than supported (limit 236).",
+        "\t [[{{node XRTCompile}}]]",
+        "  (1) Invalid argument: Computation requires more parameters (912) than supported (limit 236).",
+    ],
+    "a detector's exporter reports a failed export, then exports the next format": [
+        "ONNX: starting export with onnx 1.17.0 opset 19...",
+        "ONNX: export failure \u274c 1.4s: Unfold with a non-static input size is not supported by this opset",
+        "TorchScript: export success \u2705 2.2s, saved as best.torchscript (42.8 MB)",
+    ],
     "a notebook kernel died and jupyter restarts it": [
         "May 2, 2021, 3:11:09 PM | INFO | KernelRestarter: restarting kernel (1/5), keep random ports",
         "May 2, 2021, 3:11:09 PM | WARNING | WARNING:root:kernel 7f0c2d1e restarted",
@@ -316,6 +326,13 @@ HEALTHY = {
         "INFO:tensorflow:Error reported to Coordinator: <class 'tensorflow.python.framework.errors_impl."
         "CancelledError'>, Enqueue operation was cancelled",
         "INFO:tensorflow:Finished training! Saving model to disk.",
+    ],
+    "tensorflow's numbered statuses of an input pipeline that reached its end": [
+        "I0917 04:12:55.120411 140311 basic_session_run_hooks.py:260] loss = 0.2731, step = 9800 (41.2 sec)",
+        "  (0) Out of range: End of sequence",
+        "\t [[{{node IteratorGetNext}}]]",
+        "  (1) Cancelled: Iterator was cancelled",
+        "I0917 04:13:02.004413 140311 estimator.py:371] Loss for final step: 0.2694.",
     ],
     "a traceback printed in full, then training goes on": [
         "Traceback (most recent call last):",
@@ -640,3 +657,13 @@ def test_an_uncaught_stop_iteration_is_the_salient_line_not_a_code_line_that_nam
     diagnosis = diagnose([str(path)])
     assert diagnosis.status is Status.unknown_failure
     assert [line.text for line in diagnosis.unknown] == ["[rank1]: StopIteration"]
+
+
+def test_paddles_spawn_report_names_the_process_that_failed(tmp_path: Path) -> None:
+    """paddle.distributed.spawn words torch's `-- Process N terminated ...` without the dashes."""
+    path = tmp_path / "spawn.log"
+    path.write_text("----------------------------------------------\n"
+                    "Process 1 terminated with the following error:\n"
+                    "----------------------------------------------\n\n"
+                    "OSError: (External) Cuda error(700), an illegal memory access was encountered.\n")
+    assert diagnose([str(path)]).initiating_rank == 1

@@ -268,6 +268,13 @@ INTERNAL_PATTERNS: tuple[InternalPattern, ...] = (
         # platform status code), printed only inside the error a step raises; the paste may hold it without the
         # exception line above it (a notebook's cell output, an estimator's `Error recorded from ...`)
         r"(?:^|[\s:])\d{1,4} root error\(s\) found\.|"
+        # YOLOv5's and Ultralytics' exporters (`ONNX: export failure ❌ 2.0s: <the exception>`, try_export)
+        r"\bexport failure \S{1,4} ?\d{1,6}\.\d{1,3}s: |"
+        # ... and the numbered statuses it lists (`  (0) Resource exhausted: OOM when allocating ...`; the codes' canonical
+        # names since TF 2.7: `(0) RESOURCE_EXHAUSTED: ...`), pasted without the summary line; not CANCELLED or OUT_OF_RANGE
+        r"^\s{0,8}\(\d{1,3}\) (?:Invalid argument|Resource exhausted|Internal|Not found|Failed precondition|Unimplemented|"
+        r"Unknown|Data loss|Unavailable|Permission denied|Aborted|INVALID_ARGUMENT|RESOURCE_EXHAUSTED|INTERNAL|NOT_FOUND|"
+        r"FAILED_PRECONDITION|UNIMPLEMENTED|UNKNOWN|DATA_LOSS|UNAVAILABLE|PERMISSION_DENIED|ABORTED): |"
         # wandb.init giving up on its server (the CommError it raises may not be in the paste)
         r"wandb: ERROR Run initialization has timed out after |"
         # wandb < 0.10's wandb.init when its background process did not come up (raises LaunchError)
@@ -282,7 +289,7 @@ INTERNAL_PATTERNS: tuple[InternalPattern, ...] = (
         r"\bmake(?:\[\d{1,3}\])?: \*\*\* (?:\[[^\]\n]{1,200}\] Error \d{1,3}|[^\n]{1,300}\.  Stop\.)|"
         # Paddle's launcher (paddle.distributed.launch, utils/launch_utils.py) when a trainer process exited non-zero
         r"\bABORT!!! Out of all \d{1,6} trainers, the trainer process with rank=\[|"
-        r"\b(?:mpirun|mpiexec|prterun) was unable to |-- Process \d{1,6} terminated with the following error:|"
+        r"\b(?:mpirun|mpiexec|prterun) was unable to |(?:^|-- )Process \d{1,6} terminated with the following error:|"
         # Open MPI's launcher could not start its daemon on a node (orte/mca/plm help-plm-base.txt)
         r"\bORTE was unable to reliably start one or more daemons|"
         # ... or one of its daemons could not reach another (help-oob-tcp.txt; a firewall between the hosts)
