@@ -101,6 +101,10 @@ FAILED = {
         "\t [[{{node XRTCompile}}]]",
         "  (1) Invalid argument: Computation requires more parameters (912) than supported (limit 236).",
     ],
+    "an mpi launcher's ssh cannot resolve a worker's name": [
+        "+ horovodrun -np 4 -H trainer-worker-0:2,trainer-worker-1:2 python train.py",
+        "ssh: Could not resolve hostname trainer-worker-1: Temporary failure in name resolution",
+    ],
     "a detector's exporter reports a failed export, then exports the next format": [
         "ONNX: starting export with onnx 1.17.0 opset 19...",
         "ONNX: export failure \u274c 1.4s: Unfold with a non-static input size is not supported by this opset",

@@ -268,6 +268,8 @@ INTERNAL_PATTERNS: tuple[InternalPattern, ...] = (
         # platform status code), printed only inside the error a step raises; the paste may hold it without the
         # exception line above it (a notebook's cell output, an estimator's `Error recorded from ...`)
         r"(?:^|[\s:])\d{1,4} root error\(s\) found\.|"
+        # the ssh client could not reach a node (an MPI, horovodrun or pdsh launcher's pre-check or remote start)
+        r"\bssh: (?:Could not resolve hostname \S{1,200}: |connect to host \S{1,200} port \d{1,5}: )|"
         # YOLOv5's and Ultralytics' exporters (`ONNX: export failure ❌ 2.0s: <the exception>`, try_export)
         r"\bexport failure \S{1,4} ?\d{1,6}\.\d{1,3}s: |"
         # ... and the numbered statuses it lists (`  (0) Resource exhausted: OOM when allocating ...`; the codes' canonical
