@@ -83,3 +83,24 @@ def test_a_loss_that_blew_up_while_only_the_grad_norm_went_inf_diverged(tmp_path
              f"grad_norm={'inf' if loss > 1e20 else f'{1.5 * (n + 1):.3f}'}" for n, loss in enumerate(losses)]
     diagnosis = _diagnose(tmp_path, lines + ["training finished: 42 steps"])
     assert diagnosis.root_cause is not None and diagnosis.root_cause.id == "loss-spike-divergence"
+
+
+SAMPLING_ERROR = [
+    "Traceback (most recent call last):",
+    '  File "/home/ana/lm/sample.py", line 41, in <module>',
+    "    next_token = torch.multinomial(probs, num_samples=1)",
+    "RuntimeError: probability tensor contains either `inf`, `nan` or element < 0",
+]
+
+
+def test_a_non_finite_loss_that_stays_explains_sampling_from_its_probabilities(tmp_path: Path) -> None:
+    """Sampling after training fails on NaN probabilities because the weights went NaN during training: the
+    loss that stayed NaN is the cause, the multinomial error its consequence."""
+    diagnosis = _diagnose(tmp_path, BEFORE + STUCK + SAMPLING_ERROR)
+    assert diagnosis.root_cause is not None and diagnosis.root_cause.id == "loss-nan"
+    assert "multinomial-invalid-probability" in {c.id for c in diagnosis.collateral}
+
+
+def test_sampling_from_nan_probabilities_after_a_finite_run_is_the_sampling_error(tmp_path: Path) -> None:
+    diagnosis = _diagnose(tmp_path, BEFORE + AFTER + SAMPLING_ERROR)
+    assert diagnosis.root_cause is not None and diagnosis.root_cause.id == "multinomial-invalid-probability"

@@ -85,6 +85,9 @@ or a pod's wrapper lines are themselves what it reports)."""
 GLOO_TIMEOUT = "gloo-collective-timeout"
 MONITORED_BARRIER = "monitored-barrier-timeout"
 EXPLAINS_MARGIN = 0.15
+NAN_STAYS_SCORE = 0.85
+"""A loss that went non-finite and stayed so: within EXPLAINS_MARGIN of the strongest signatures, so that an error it
+explains (sampling from NaN probabilities after training) does not hide it."""
 EXCUSED_FACTOR = 0.85
 _COLLATERAL_SIGNAL = re.compile(r"SIGTERM|SIGHUP|SIGINT|Signal 15\b|got signal: 15|closing signal SIG")
 
@@ -568,7 +571,8 @@ def _curve_findings(
     nan_stays = nonfinite is not None and not curves.recovered_after(points, nonfinite.point) \
         and not curves.skipped_by_guard(points, nonfinite.point)
     if nan_stays and nonfinite is not None:
-        _add_finding(candidates, "loss-nan", 0.8, _observation_at(observations, nonfinite.point, names), nonfinite.detail)
+        _add_finding(candidates, "loss-nan", NAN_STAYS_SCORE, _observation_at(observations, nonfinite.point, names),
+                     nonfinite.detail)
     elif nonfinite is not None and "loss-nan" in candidates and _trained_past(candidates["loss-nan"], points):
         del candidates["loss-nan"]
     spiked = curves.spikes(points)
