@@ -272,8 +272,8 @@ INTERNAL_PATTERNS: tuple[InternalPattern, ...] = (
         r"\bssh: (?:Could not resolve hostname \S{1,200}: |connect to host \S{1,200} port \d{1,5}: )|"
         # YOLOv5's and Ultralytics' exporters (`ONNX: export failure ❌ 2.0s: <the exception>`, try_export)
         r"\bexport failure \S{1,4} ?\d{1,6}\.\d{1,3}s: |"
-        # ... and the numbered statuses it lists (`  (0) Resource exhausted: OOM when allocating ...`; the codes' canonical
-        # names since TF 2.7: `(0) RESOURCE_EXHAUSTED: ...`), pasted without the summary line; not CANCELLED or OUT_OF_RANGE
+        # ... and the numbered statuses it lists (`  (0) Resource exhausted: OOM when allocating ...`; newer releases print
+        # the codes' canonical names, `(0) RESOURCE_EXHAUSTED: ...`), pasted without the summary line; not CANCELLED or OUT_OF_RANGE
         r"^\s{0,8}\(\d{1,3}\) (?:Invalid argument|Resource exhausted|Internal|Not found|Failed precondition|Unimplemented|"
         r"Unknown|Data loss|Unavailable|Permission denied|Aborted|INVALID_ARGUMENT|RESOURCE_EXHAUSTED|INTERNAL|NOT_FOUND|"
         r"FAILED_PRECONDITION|UNIMPLEMENTED|UNKNOWN|DATA_LOSS|UNAVAILABLE|PERMISSION_DENIED|ABORTED): |"
