@@ -152,3 +152,28 @@ def test_a_warning_that_announces_a_stop_from_outside_is_the_stop_though_reports
     stop = ["2026-05-02 11:04:12,006\tWARNING tune.py:219 -- Stop signal received (e.g. via SIGINT/Ctrl+C), ending "
             "Ray Tune run. This will try to checkpoint the experiment state one last time."]
     assert _root(tmp_path, STEPS[:3] + stop + STEPS[3:5]) == "user-interrupt"
+
+
+# How Python reports an exit handler that raised (the exit status stays 0): up to 3.9, 3.10 to 3.12, 3.13.
+EXIT_HANDLER_HEADERS = ["Error in atexit._run_exitfuncs:",
+                        "Exception ignored in atexit callback: <function Plotter.close at 0x7f21c0a3e8e0>",
+                        "Exception ignored in atexit callback <function Plotter.close at 0x7f21c0a3e8e0>:"]
+EXIT_HANDLER_TRACEBACK = ["Traceback (most recent call last):",
+                          '  File "/srv/job/plots.py", line 31, in close',
+                          "    self.window.destroy()",
+                          "RuntimeError: main thread is not in main loop"]
+
+
+def test_an_exit_handler_that_raised_after_training_is_no_failure(tmp_path: Path) -> None:
+    for header in EXIT_HANDLER_HEADERS:
+        path = tmp_path / "train.log"
+        path.write_text("\n".join([*PROGRESS, header, *EXIT_HANDLER_TRACEBACK]) + "\n")
+        assert diagnose([str(path)]).status.value == "no-failure", header
+
+
+def test_a_crash_before_an_exit_handler_s_report_is_still_the_failure(tmp_path: Path) -> None:
+    path = tmp_path / "train.log"
+    path.write_text("\n".join([*PROGRESS, *RELOAD_FAILS_ON_RANK_0, EXIT_HANDLER_HEADERS[1], *EXIT_HANDLER_TRACEBACK])
+                    + "\n")
+    diagnosis = diagnose([str(path)])
+    assert diagnosis.root_cause is not None and diagnosis.root_cause.id == "state-dict-mismatch"

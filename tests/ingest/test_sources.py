@@ -119,3 +119,12 @@ def test_a_job_folder_reads_its_logs_not_its_training_script(tmp_path: Path) -> 
     (tmp_path / "kernels.cu").write_text('printf("CUDA error: out of memory");\n')
     assert [Path(s.name).name for s in discover([str(tmp_path)])] == ["rank0.log"]
     assert [Path(s.name).name for s in discover([str(tmp_path / "train.py")])] == ["train.py"]
+
+
+def test_a_log_whose_progress_bar_redraws_with_backspaces_is_text(tmp_path: Path) -> None:
+    """Keras' progress bar in a terminal erases its previous line with as many backspaces as it was wide."""
+    bar = "".join("\x08" * 60 + f"{step:3d}/100 [{'=' * (step // 4):<25}] - loss: {1.0 / step:.4f}"
+                  for step in range(1, 101))
+    path = tmp_path / "fit.log"
+    path.write_text("Epoch 1/3\n" + bar + "\nEpoch 2/3\n" + bar + "\nEpoch 3/3\n" + bar + "\n")
+    assert discover([str(path)])[0].name.endswith("fit.log")

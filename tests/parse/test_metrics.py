@@ -89,3 +89,16 @@ def test_big_sources_are_sampled_evenly() -> None:
 def test_the_fp16_loss_scale_is_no_loss() -> None:
     point = parse_metric_line("iteration 30 | loss scale: 65536.0 | grad norm: 1.2", 0, 1)
     assert point is None or point.loss is None
+
+
+def test_a_json_lines_record_gives_its_rank_step_rate_and_data_wait() -> None:
+    line = '{"rank": 3, "step": 26, "loss": 2.81, "lr": 0.0005, "tokens_per_sec": 2240.3, "data_ms": 202.9}'
+    point = parse_metric_line(line, source=0, number=7)
+    assert point is not None
+    assert (point.rank, point.step, point.loss, point.throughput) == (3, 26, 2.81, 2240.3)
+    assert point.data_time is not None and abs(point.data_time - 0.2029) < 1e-9
+
+
+def test_a_prefix_rank_wins_over_a_records_rank_key() -> None:
+    point = parse_metric_line('[rank1]: {"rank": 0, "step": 4, "loss": 3.2}', source=0, number=1)
+    assert point is not None and point.rank == 1

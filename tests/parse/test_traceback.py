@@ -181,3 +181,29 @@ def test_a_traceback_escaped_into_a_json_record_is_parsed_from_its_own_line() ->
     assert traceback.user_frame is not None and traceback.user_frame.file == "/app/train.py"
     assert escaped_traceback('{"message": "Traceback (most recent call last):\\n"}') is None
     assert escaped_traceback("Traceback (most recent call last):") is None
+
+
+SACRED = """INFO - my_experiment - Started run with ID "3"
+ERROR - my_experiment - Failed after 0:00:02!
+Traceback (most recent calls WITHOUT Sacred internals):
+  File "/home/u/rl/src/main.py", line 31, in my_main
+    run(_run, config, _log)
+  File "/home/u/rl/src/runners/episode.py", line 22, in __init__
+    self.env = ENVS[self.args.env](**self.args.env_args)""".splitlines()
+
+
+def test_a_traceback_sacred_filtered_has_its_frames() -> None:
+    """Sacred prints its own header over the frames it kept; the traceback is the same Python one."""
+    traceback = parse_traceback(SACRED, "KeyError: 'gridworld'")
+    assert traceback is not None
+    frame = traceback.user_frame
+    assert frame is not None and (frame.file, frame.line) == ("/home/u/rl/src/runners/episode.py", 22)
+
+
+def test_a_sacred_experiment_that_raised_in_its_own_code_is_the_scripts_error(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from traintriage.pipeline import diagnose
+
+    path = tmp_path / "run.log"
+    path.write_text("\n".join([*SACRED, "KeyError: 'gridworld'"]) + "\n")
+    diagnosis = diagnose([str(path)])
+    assert diagnosis.root_cause is not None and diagnosis.root_cause.id == "user-code-exception"

@@ -47,7 +47,7 @@ from traintriage.match.scan import LineHit, SourceScan
 from traintriage.parse.environment import extract_environment
 from traintriage.parse.metrics import MetricPoint, parse_metric_line
 from traintriage.parse.torchrun import FailureReport, is_report_field, parse_root_cause
-from traintriage.parse.traceback import Traceback
+from traintriage.parse.traceback import TRACEBACK_HEADER, Traceback
 
 THRESHOLD = 0.3
 DESYNC = "collective-mismatch"
@@ -285,7 +285,7 @@ def analyze(
         suspects = _leading(SuspectRank(desync.observation.rank, desync.observation.host, desync.detail), suspects)
     initiating = (_initiating(root, suspects) if root is not None
                   else silent if silent is not None
-                  else _unexplained_initiator(suspects, salient or cut, named))
+                  else _unexplained_initiator(suspects, salient or cut, named, {o.order for o in agent_lines}))
 
     environment = extract_environment([o.hit.text for o in _internal(observations, scanner, Internal.version)]
                                       + [o.hit.text for o in _internal(observations, scanner, Internal.gpu_model)])
@@ -568,13 +568,15 @@ def _curve_findings(
     inf while the loss, finite, climbed to 1e34)."""
     nonfinite = curves.first_nonfinite(points) or curves.persistent_nonfinite_grad(points)
     findings: list[curves.CurveFinding | None] = [nonfinite]
-    nan_stays = nonfinite is not None and not curves.recovered_after(points, nonfinite.point) \
-        and not curves.skipped_by_guard(points, nonfinite.point)
-    if nan_stays and nonfinite is not None:
-        _add_finding(candidates, "loss-nan", NAN_STAYS_SCORE, _observation_at(observations, nonfinite.point, names),
-                     nonfinite.detail)
-    elif nonfinite is not None and "loss-nan" in candidates and _trained_past(candidates["loss-nan"], points):
-        del candidates["loss-nan"]
+    nan_stays = False
+    if nonfinite is not None:
+        nan_stays = not curves.recovered_after(points, nonfinite.point) \
+            and not curves.skipped_by_guard(points, nonfinite.point)
+        if nan_stays:
+            _add_finding(candidates, "loss-nan", NAN_STAYS_SCORE,
+                         _observation_at(observations, nonfinite.point, names), nonfinite.detail)
+        elif "loss-nan" in candidates and _trained_past(candidates["loss-nan"], points):
+            del candidates["loss-nan"]
     spiked = curves.spikes(points)
     findings.extend(spiked)
     findings.extend(curves.grad_norm_explosions(points))
@@ -673,16 +675,35 @@ def _initiating(root: Candidate | None, suspects: list[SuspectRank]) -> int | No
 
 
 def _unexplained_initiator(suspects: list[SuspectRank], salient: list[Observation],
-                           named: SuspectRank | None) -> int | None:
+                           named: SuspectRank | None, agent_reports: set[int]) -> int | None:
     """For a failure no class explains: a rank its peers name as the one that failed (they
     print their own errors only because of it), else the first rank whose own failure lines
-    show it, else the best suspect (a rank that died by a signal, torchrun's report)."""
+    show it, else the best suspect (a rank that died by a signal, torchrun's report).
+    `agent_reports`: orders of the launcher's lines about a worker it saw fail. The launcher's lines are
+    not the rank's own: the only rank on them may be a node's tag (`1: E1207 ... failed (exitcode: 1)
+    local_rank: 1` under `srun --label`, `1: ...ChildFailedError:`)."""
     if named is not None:
         return named.rank
-    first = earliest_rank(salient)
+    first = earliest_rank([o for o in salient if o.order not in agent_reports and not _from_launcher(o)])
     if first is not None:
         return first.rank
     return suspects[0].rank if suspects else None
+
+
+_LAUNCHER_MODULES = ("torch/distributed/elastic/", "torch.distributed.elastic.", "torch/distributed/run.py")
+
+
+def _from_launcher(observation: Observation) -> bool:
+    """A line torchrun's agent printed: its module path or exception class (ChildFailedError, a rendezvous
+    error), a field of its failure report, or the last line of a traceback raised in the agent's own code
+    (`torch.distributed.DistNetworkError: Broken pipe` when its store went away)."""
+    text = observation.hit.text
+    if any(module in text for module in _LAUNCHER_MODULES) or "ChildFailedError" in text \
+            or is_report_field(observation.message):
+        return True
+    before = observation.hit.before
+    headers = [i for i, line in enumerate(before) if TRACEBACK_HEADER in line]
+    return bool(headers) and any(module in line for line in before[headers[-1]:] for module in _LAUNCHER_MODULES)
 
 
 def _root_traceback(root: Candidate | None) -> Traceback | None:

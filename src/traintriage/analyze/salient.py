@@ -100,11 +100,36 @@ def excused_orders(observations: list[Observation], scanner: Scanner) -> set[int
     a library's warning logged with the exception it recovered from), and a healthy run's notices
     that an optional component is absent."""
     excused = {o.order for o in internal_lines(observations, scanner, Internal.benign_notice)}
+    excused |= _resource_tracker_reports(observations, internal_lines(observations, scanner, Internal.exception))
     for anchors, span in _report_anchors(observations, scanner):
         if anchors:
             follows = after_an_anchor(anchors, span)
             excused |= {o.order for o in observations if follows(o)}
     return excused
+
+
+# The outermost frame of a traceback printed by multiprocessing's (or joblib/loky's) resource tracker: a
+# helper process that prints what it failed to clean up (`KeyError: '/loky-...'`, `'/psm_...'`) at the
+# program's exit and goes on; the program's own outcome is elsewhere in the log.
+_TRACKER_FRAME = re.compile(r'File "[^"]{0,400}resource_tracker\.py", line \d{1,6}, in main\b')
+_FRAME = re.compile(r'^\s*File "')
+
+
+def _resource_tracker_reports(observations: list[Observation], exceptions: list[Observation]) -> set[int]:
+    """Orders of the exception lines of tracebacks that began in a resource tracker's main loop (the
+    header may be cut off), and of the headers that open them."""
+    reports: set[int] = set()
+    headers: set[tuple[int, int]] = set()
+    for observation in exceptions:
+        before = observation.hit.before
+        opened = [i for i, text in enumerate(before) if TRACEBACK_HEADER in text]
+        start = opened[-1] + 1 if opened else 0
+        first_frame = next((text for text in before[start:] if _FRAME.match(parse_prefix(text).message)), None)
+        if first_frame is not None and _TRACKER_FRAME.search(first_frame):
+            reports.add(observation.order)
+            if opened:  # `before` ends on the line above this one
+                headers.add((observation.hit.source, observation.hit.line - len(before) + opened[-1]))
+    return reports | {o.order for o in observations if (o.hit.source, o.hit.line) in headers}
 
 
 def _report_anchors(observations: list[Observation], scanner: Scanner) -> list[tuple[list[Observation], int]]:

@@ -31,7 +31,9 @@ ByteStream = io.BufferedIOBase | io.RawIOBase | BinaryIO
 _COMPRESSED = frozenset({".gz", ".bz2", ".xz", ".lzma", ".zst"})
 _BINARY_MAGIC = (b"\x7fELF", b"\x89PNG", b"PK\x03\x04", b"\x80\x02", b"\x80\x04", b"\x80\x05", b"\xff\xd8\xff",
                  b"GIF8", b"%PDF", b"\x93NUMPY", b"SQLite format 3", b"\xca\xfe\xba\xbe")
-_CONTROL = tuple(c for c in range(32) if c not in (9, 10, 12, 13, 27))
+# Text-like control bytes: tab, newline, form feed, carriage return, escape (colours), and backspace, with which
+# progress bars redraw in a terminal (Keras' Progbar writes `\b` times the previous width before each update).
+_CONTROL = tuple(c for c in range(32) if c not in (8, 9, 10, 12, 13, 27))
 _CONTROL_BYTES = bytes(_CONTROL)
 # In a directory, files that are not logs: checkpoints and data, and source code (a job folder
 # often holds the training script, whose error strings would read as failures).

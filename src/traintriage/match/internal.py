@@ -68,7 +68,7 @@ class InternalPattern:
 
 
 INTERNAL_PATTERNS: tuple[InternalPattern, ...] = (
-    InternalPattern(Internal.traceback, r"Traceback \(most recent call last\)", 64),
+    InternalPattern(Internal.traceback, r"Traceback \(most recent call", 64),  # see TRACEBACK_HEADER
     InternalPattern(
         Internal.exception,
         r"(?:^|[\s\]:>|])(?:(?:[A-Za-z_][\w]*\.)*_?[A-Z][A-Za-z0-9_]*(?:Error|Exception|Interrupt|Exit|Failure)|Exception)"
@@ -151,8 +151,12 @@ INTERNAL_PATTERNS: tuple[InternalPattern, ...] = (
         64,
     ),
     # Python's logging prints `--- Logging error ---` and the traceback of a record it could not
-    # format or emit (Handler.handleError), then the program goes on.
-    InternalPattern(Internal.exception_ignored, r"^(?:\S+: ?)?(?:Exception ignored in: |--- Logging error ---)", 256),
+    # format or emit (Handler.handleError), then the program goes on. An exit handler that raised is
+    # reported and the exit status stays 0: `Error in atexit._run_exitfuncs:` up to Python 3.9,
+    # `Exception ignored in atexit callback: <function ...>` from 3.10 (3.13: `... callback <function ...>:`).
+    InternalPattern(Internal.exception_ignored,
+                    r"^(?:\S+: ?)?(?:Exception ignored in(?:: | atexit callback)|--- Logging error ---|"
+                    r"Error in atexit\._run_exitfuncs:)", 256),
     # A library's warning logged with `exc_info=True`: the traceback of an exception it caught and
     # recovered from follows. xFormers' import-time probe for Triton (xformers/__init__.py
     # _is_triton_available; xFormers runs without it, typically on Windows).

@@ -12,15 +12,13 @@ the log stops:
 - Ray's scheduler waiting for resources no node has (STUCK_ON_RESOURCES);
 - a last line at error level (`ERROR`, `FATAL`, `CRITICAL`) or one that reports an error or
   a failure in words (`Unknown OpenCL Error (221)`, `sbatch: error: Batch job submission
-  failed: ...`, `Shard 0 failed to start`, `... was not successful`, an `ssh: connect to host ...:
-  Connection refused` that ends a launcher's output, a shell's `bash: line 1: 14629 CPU time limit
-  exceeded  python train.py` for a process a resource limit stopped, `Disk quota exceeded`), unless
-  it is a warning or an info or debug line (also when only its level letter says so: glog's
-  `W0806 ...`, also behind a launcher's
-  `[default1]:` tag, TF's `: W tensorflow/...`,
-  ONNX Runtime's `[W:onnxruntime:...]`), a retry or a fallback (`... failed on device; falling
-  back to CPU`), a progress bar (cloud loggers tag stderr,
-  where tqdm writes, as ERROR), the tracker's own console line (`wandb: ERROR ...`: wandb
+  failed: ...`, `Shard 0 failed to start`, `... was not successful`, a shell's `bash: line 1:
+  14629 CPU time limit exceeded  python train.py` for a process a resource limit stopped, `Disk
+  quota exceeded`), unless it is a warning or an info or debug line (also when only its level
+  letter says so: glog's `W0806 ...`, also behind a launcher's `[default1]:` tag, TF's `: W
+  tensorflow/...`, ONNX Runtime's `[W:onnxruntime:...]`), a retry or a fallback (`... failed on
+  device; falling back to CPU`), a progress bar (cloud loggers tag stderr, where tqdm writes, as
+  ERROR), the tracker's own console line (`wandb: ERROR ...`: wandb
   retries, and its fatal errors raise), the column header of nccl-tests' results table (its last
   column is `error`, the largest difference from the expected sum), advice about what a practice will or may cause
   (`Failure to do this will result in ...`), Slurm's note about an optional SPANK plugin, or a count

@@ -42,17 +42,22 @@ metric may be one that rises as the model improves (auc, ndcg), so its values ma
 _GBM_EVAL_NAN = re.compile(GBM_EVAL_NAN)
 _GRAD = re.compile(r"grad[_ ]?norm['\"]?\s*[:=]?\s*['\"]?(" + _NUMBER + r")(?![\w.])")
 _LR = re.compile(r"(?:learning[_ ]rate|\blr)['\"]?\s*[:=]\s*['\"]?(" + _NUMBER + r")(?![\w.])")
-_STEP = re.compile(r"(?:\bglobal[_ ]step|\bstep|\biteration|\biter)\s*[:=]?\s*\[?\s*(\d+)")
+_STEP = re.compile(r"(?:\bglobal[_ ]step|\bstep|\biteration|\biter)['\"]?\s*[:=]?\s*\[?\s*(\d+)")
 _STEP_TIME = re.compile(
     r"(?:elapsed time per iteration \(ms\)|step[_ ]time|iter[_ ]time|\btime)['\"]?\s*[:=]?\s*(\d+\.?\d*)\s*(ms|s)?\b"
 )
 # `data_time: 0.0166` (a key that says it is a time), or `data 83.1ms` / `(data 60.3 ms)` with a unit
 _DATA_TIME = re.compile(r"\bdata[_ ]time['\"]?\s*[:=]?\s*(\d+\.?\d*)\s*(ms|s)?\b|\bdata[ :=]\s?(\d+\.?\d*)\s?(ms|s)\b")
+# ... or a key that carries its unit (`"data_ms": 202.9` in a JSON-lines record)
+_DATA_MS = re.compile(r"\bdata(?:_wait|_time)?_ms['\"]?\s*[:=]\s*(\d+\.?\d*)")
 # A rate is a number before its unit (`91582 tokens/s`, tqdm's `5.37it/s`) or after its key:
 # the unit is found first and the number read just before it, not tried at every digit.
 _RATE_UNIT = re.compile(r"(?:samples|tokens)/s(?:ec)?|it/s")
 _NUMBER_BEFORE_UNIT = re.compile(r"(\d+\.?\d*)\s*$")
-_RATE_KEY = re.compile(r"(?:samples_per_second|tokens_per_second|throughput)['\"]?\s*[:=]\s*(\d+\.?\d*)")
+_RATE_KEY = re.compile(r"(?:samples_per_sec(?:ond)?|tokens_per_sec(?:ond)?|throughput)['\"]?\s*[:=]\s*(\d+\.?\d*)")
+# The process's rank as a key of a JSON-lines or dict record (`{"rank": 1, "step": 31, "loss": 4.58, ...}`),
+# read only when no prefix and no per-rank file names it.
+_RECORD_RANK = re.compile(r"[\"']rank[\"']\s*:\s*(\d{1,6})\b")
 UNIT_LOOKBACK = 48
 
 MAX_POINTS = 4000
@@ -130,6 +135,12 @@ def parse_metric_line(line: str, source: int, number: int, rank: int | None = No
     data_time = _float(data_match.group(1) or data_match.group(3)) if data_match else None
     if data_time is not None and data_match is not None and "ms" in (data_match.group(2), data_match.group(4)):
         data_time /= 1000.0
+    if data_time is None and "_ms" in lower:
+        data_ms = _DATA_MS.search(lower)
+        data_time = float(data_ms.group(1)) / 1000.0 if data_ms else None
+    if prefix.rank is None and rank is None and "rank" in lower:
+        record_rank = _RECORD_RANK.search(lower)
+        rank = int(record_rank.group(1)) if record_rank else None
     return MetricPoint(
         source=source,
         line=number,
@@ -152,7 +163,7 @@ def parse_metric_line(line: str, source: int, number: int, rank: int | None = No
 
 def _throughput(lower: str) -> float | None:
     """The first rate the line reports, by unit or by key, whichever comes first."""
-    if "/s" not in lower and "per_second" not in lower and "throughput" not in lower:
+    if "/s" not in lower and "per_sec" not in lower and "throughput" not in lower:
         return None
     found: tuple[int, str] | None = None
     for unit in _RATE_UNIT.finditer(lower):

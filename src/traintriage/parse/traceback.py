@@ -42,7 +42,9 @@ _RICH_ARROW = re.compile(r"^\s*│ ❱ *(\d+) │(.*?)│?\s*$")
 _COMPILE_ERROR = re.compile(r"^\s*(?:\w{1,40}\.)?(?:SyntaxError|IndentationError|TabError): ")
 _COMPILE_FRAME = re.compile(r'^\s*File "([^"]+)", line (\d+)\s*$')
 COMPILE_FRAME_REACH = 6
-TRACEBACK_HEADER = "Traceback (most recent call last)"
+TRACEBACK_HEADER = "Traceback (most recent call"
+"""What every header of a Python traceback starts with: Python's `... call last):`, and Sacred's own
+`Traceback (most recent calls WITHOUT Sacred internals):` (experiments run by Sacred print that one)."""
 _CHAIN = ("The above exception was the direct cause", "During handling of the above exception")
 
 
@@ -113,7 +115,7 @@ def parse_traceback(lines: list[str], exception_line: str) -> Traceback | None:
     return Traceback(frames=frames, exception=exception_line.strip(), chained_from=chained_from)
 
 
-_ESCAPED_HEADER = TRACEBACK_HEADER + ":\\n"
+_ESCAPED_HEADER = "Traceback (most recent call last):\\n"
 _JSON_STRING_BODY = re.compile(r'(?:[^"\\]|\\.){0,65536}')
 """The rest of a JSON string up to its closing quote: escapes are skipped whole, so `\\"` does not end it."""
 
