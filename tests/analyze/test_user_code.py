@@ -366,3 +366,28 @@ def test_a_programming_error_in_the_same_place_is_the_scripts(tmp_path: Path) ->
                                      "'/ckpt/step250.pt'", "NameError: name 'final' is not defined"))
     diagnosis = diagnose([str(path)])
     assert diagnosis.root_cause is not None and diagnosis.root_cause.id == "user-code-exception"
+
+
+CHECKPOINT_WITHOUT_THE_KEY = """Resuming training from runs/base/ckpt.pt
+Traceback (most recent call last):
+  File "/home/alice/proj/train.py", line 212, in <module>
+    optimizer.load_state_dict(checkpoint["optimizer"])
+KeyError: 'optimizer'
+"""
+
+
+def test_a_checkpoint_saved_without_the_key_the_script_reads_is_not_the_scripts_error(tmp_path: Path) -> None:
+    """The file lacks the entry (a released model without its optimizer state): a cause the KB has no class for."""
+    path = tmp_path / "train.log"
+    path.write_text(CHECKPOINT_WITHOUT_THE_KEY)
+    diagnosis = diagnose([str(path)])
+    assert diagnosis.status.value == "unknown-failure"
+    assert diagnosis.unknown[0].text == "KeyError: 'optimizer'"
+
+
+def test_another_key_missing_on_a_checkpoint_line_is_still_the_scripts_error(tmp_path: Path) -> None:
+    """The KeyError names a key the line does not read from the checkpoint: something else on that line failed."""
+    path = tmp_path / "train.log"
+    path.write_text(CHECKPOINT_WITHOUT_THE_KEY.replace("KeyError: 'optimizer'", "KeyError: 'lr'"))
+    diagnosis = diagnose([str(path)])
+    assert diagnosis.root_cause is not None and diagnosis.root_cause.id == "user-code-exception"

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 from traintriage.analyze.observations import traceback_before
 from traintriage.analyze.scoring import Candidate
-from traintriage.analyze.script_error import deliberate_check
+from traintriage.analyze.script_error import deliberate_check, missing_checkpoint_entry
 from traintriage.kb.loader import KnowledgeBase
 from traintriage.parse.traceback import Traceback
 
@@ -292,7 +292,8 @@ def _require_user_frame(candidates: dict[str, Candidate]) -> None:
     for observation in script_error.roots:
         traceback = traceback_before(observation)
         if (traceback is not None and traceback.user_frame is not None and not _raised_in_a_package(traceback)
-                and not deliberate_check(traceback, observation.message)):
+                and not deliberate_check(traceback, observation.message)
+                and not missing_checkpoint_entry(traceback, observation.message)):
             return
     del candidates[USER_CODE]
 
