@@ -17,6 +17,7 @@ from traintriage.analyze.ranks import (
     SuspectRank,
     barrier_missing_ranks,
     earliest_rank,
+    launcher_line,
     named_faulty_rank,
     report_ranks,
     suspects_for,
@@ -47,7 +48,7 @@ from traintriage.match.scan import LineHit, SourceScan
 from traintriage.parse.environment import extract_environment
 from traintriage.parse.metrics import MetricPoint, parse_metric_line
 from traintriage.parse.torchrun import FailureReport, is_report_field, parse_root_cause
-from traintriage.parse.traceback import TRACEBACK_HEADER, Traceback
+from traintriage.parse.traceback import Traceback
 
 THRESHOLD = 0.3
 DESYNC = "collective-mismatch"
@@ -684,26 +685,10 @@ def _unexplained_initiator(suspects: list[SuspectRank], salient: list[Observatio
     local_rank: 1` under `srun --label`, `1: ...ChildFailedError:`)."""
     if named is not None:
         return named.rank
-    first = earliest_rank([o for o in salient if o.order not in agent_reports and not _from_launcher(o)])
+    first = earliest_rank([o for o in salient if o.order not in agent_reports and not launcher_line(o)])
     if first is not None:
         return first.rank
     return suspects[0].rank if suspects else None
-
-
-_LAUNCHER_MODULES = ("torch/distributed/elastic/", "torch.distributed.elastic.", "torch/distributed/run.py")
-
-
-def _from_launcher(observation: Observation) -> bool:
-    """A line torchrun's agent printed: its module path or exception class (ChildFailedError, a rendezvous
-    error), a field of its failure report, or the last line of a traceback raised in the agent's own code
-    (`torch.distributed.DistNetworkError: Broken pipe` when its store went away)."""
-    text = observation.hit.text
-    if any(module in text for module in _LAUNCHER_MODULES) or "ChildFailedError" in text \
-            or is_report_field(observation.message):
-        return True
-    before = observation.hit.before
-    headers = [i for i, line in enumerate(before) if TRACEBACK_HEADER in line]
-    return bool(headers) and any(module in line for line in before[headers[-1]:] for module in _LAUNCHER_MODULES)
 
 
 def _root_traceback(root: Candidate | None) -> Traceback | None:

@@ -17,7 +17,7 @@ from traintriage.analyze.observations import Observation, printed_time
 from traintriage.analyze.scoring import Candidate
 from traintriage.match.internal import HOROVOD_TENSOR
 from traintriage.parse.prefix import failed_process_rank
-from traintriage.parse.torchrun import FailureReport
+from traintriage.parse.torchrun import FailureReport, is_report_field
 from traintriage.parse.traceback import TRACEBACK_HEADER
 
 # Applied to a hit's text (at most MAX_TEXT bytes). Each rank is digits then a separator
@@ -227,6 +227,27 @@ def missing_reporter(watchdog: list[Observation], observations: list[Observation
                                              "collective timeout")
 
 
+_LAUNCHER_MODULES = ("torch/distributed/elastic/", "torch.distributed.elastic.", "torch/distributed/run.py")
+# The outermost frame of a traceback raised in the launcher's own process (torchrun's entry point or elastic's
+# modules), not in a worker (a worker's script decorated with @record has elastic's frames too, below its own).
+_LAUNCHER_ENTRY = re.compile(r'File "[^"]{0,400}(?:/bin/torchrun|torch/distributed/(?:run\.py|launch\.py|elastic/))')
+
+
+def launcher_line(observation: Observation) -> bool:
+    """A line torchrun's agent printed: its module path or exception class (ChildFailedError, a rendezvous
+    error), a field of its failure report, or the last line of a traceback raised in the agent's own code
+    (`torch.distributed.DistNetworkError: Broken pipe` when its store went away). Its only rank tag, if any,
+    is an outer one (`1: ` from `srun --label`, `[1,1]` from mpirun): a node's or task's, not a worker's."""
+    text = observation.hit.text
+    if any(module in text for module in _LAUNCHER_MODULES) or "ChildFailedError" in text \
+            or is_report_field(observation.message):
+        return True
+    before = observation.hit.before
+    headers = [i for i, line in enumerate(before) if TRACEBACK_HEADER in line]
+    outermost = next((line for line in before[headers[-1] + 1:] if 'File "' in line), None) if headers else None
+    return outermost is not None and _LAUNCHER_ENTRY.search(outermost) is not None
+
+
 def suspects_for(
     root: Candidate | None,
     failed_by_signal: list[Observation],
@@ -243,13 +264,19 @@ def suspects_for(
     if named is not None:
         found.append(named)
     if root is not None:
-        first = earliest_rank(root.roots)
+        # The launcher's own lines carry only a node's tag: the rank comes from the worker's own lines, else,
+        # when the class was read off torchrun's failure report, from the report (which names the global
+        # rank), else from the launcher's lines (a class of the launcher's own: the node that got a signal).
+        own = [o for o in root.roots if not launcher_line(o)]
+        from_report = bool(reports) and any(is_report_field(o.message) for o in root.roots)
+        lines = own if any(o.rank is not None for o in own) else [] if from_report else root.roots
+        first = earliest_rank(lines)
         if first is not None:
             stamp = printed_time(first)
             when = f" at {stamp.isoformat()}" if stamp else ""
             found.append(SuspectRank(first.rank, first.host, f"first {root.entry_id} line{when}"))
         by_rank: dict[int, int] = defaultdict(int)
-        for observation in root.roots:
+        for observation in lines:
             if observation.rank is not None:
                 by_rank[observation.rank] += 1
         if first is None and len(by_rank) == 1:
