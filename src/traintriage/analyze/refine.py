@@ -13,7 +13,7 @@ an outside signal. And torch.save's iostream error after `File too large` (EFBIG
 file-size limit, not a full disk; a JSONDecodeError outside any data reading is no corrupt sample. And
 an Orbax restore whose differing paths are all under the optimizer state restored the model. And a
 SIGABRT right after a glog/abseil fatal line is that line's abort, and a dataset build that failed on ENOSPC failed
-for the disk.
+for the disk. And tensors of different sizes inside an optimizer's own update are its restored state, not the model.
 """
 
 from __future__ import annotations
@@ -126,6 +126,7 @@ def apply(candidates: dict[str, Candidate], kb: KnowledgeBase) -> frozenset[str]
     _read_by_a_dataset(candidates, kb)
     _json_outside_the_data(candidates)
     _optimizer_tree_only(candidates, kb)
+    _shape_error_in_optimizer_step(candidates, kb)
     _abort_of_a_failed_check(candidates)
     _dataset_build_out_of_space(candidates)
     return frozenset(before - set(candidates))
@@ -370,6 +371,28 @@ def _optimizer_tree_only(candidates: dict[str, Candidate], kb: KnowledgeBase) ->
     del candidates[STATE_DICT]
     candidates[OPTIMIZER_STATE] = _as_class(mismatch, OPTIMIZER_STATE,
                                             "every path Orbax reports as differing is under the optimizer state")
+
+
+SHAPE = "shape-mismatch"
+# A frame of an optimizer's own update in torch (`torch/optim/adam.py ... in _single_tensor_adam`), POSIX or Windows path.
+_OPTIMIZER_FRAME = re.compile(r"torch[/\\]optim[/\\]\w{1,40}\.py$")
+
+
+def _shape_error_in_optimizer_step(candidates: dict[str, Candidate], kb: KnowledgeBase) -> None:
+    """Tensors of different sizes inside the optimizer's own update (the deepest frame in torch/optim,
+    `exp_avg.lerp_(grad, ...)`): the state it holds per parameter (moments, momentum buffers) was shaped for
+    other parameters, a state restored from another model or another parameter order. The model's own
+    tensors never meet there. All four such logs of the corpora were labelled optimizer-state-mismatch."""
+    shape = candidates.get(SHAPE)
+    if shape is None or OPTIMIZER_STATE not in kb.entries or OPTIMIZER_STATE in candidates or not shape.roots:
+        return
+    for observation in shape.roots:
+        traceback = traceback_before(observation)
+        if traceback is None or not traceback.frames or not _OPTIMIZER_FRAME.search(traceback.frames[-1].file):
+            return
+    del candidates[SHAPE]
+    candidates[OPTIMIZER_STATE] = _as_class(shape, OPTIMIZER_STATE,
+                                            "the sizes differ inside the optimizer's update of its own state")
 
 
 def _as_class(source: Candidate, entry_id: str, reason: str) -> Candidate:
