@@ -286,7 +286,7 @@ def analyze(
         suspects = _leading(SuspectRank(desync.observation.rank, desync.observation.host, desync.detail), suspects)
     initiating = (_initiating(root, suspects) if root is not None
                   else silent if silent is not None
-                  else _unexplained_initiator(suspects, salient or cut, named, {o.order for o in agent_lines}))
+                  else _unexplained_initiator(suspects, salient or cut, named))
 
     environment = extract_environment([o.hit.text for o in _internal(observations, scanner, Internal.version)]
                                       + [o.hit.text for o in _internal(observations, scanner, Internal.gpu_model)])
@@ -676,16 +676,15 @@ def _initiating(root: Candidate | None, suspects: list[SuspectRank]) -> int | No
 
 
 def _unexplained_initiator(suspects: list[SuspectRank], salient: list[Observation],
-                           named: SuspectRank | None, agent_reports: set[int]) -> int | None:
+                           named: SuspectRank | None) -> int | None:
     """For a failure no class explains: a rank its peers name as the one that failed (they
     print their own errors only because of it), else the first rank whose own failure lines
-    show it, else the best suspect (a rank that died by a signal, torchrun's report).
-    `agent_reports`: orders of the launcher's lines about a worker it saw fail. The launcher's lines are
-    not the rank's own: the only rank on them may be a node's tag (`1: E1207 ... failed (exitcode: 1)
-    local_rank: 1` under `srun --label`, `1: ...ChildFailedError:`)."""
+    show it, else the best suspect (a rank that died by a signal, torchrun's report). The
+    launcher's lines are not a rank's own: the only rank on them may be a node's tag (`1: E1207 ...
+    failed (exitcode: 1) local_rank: 1` under `srun --label`)."""
     if named is not None:
         return named.rank
-    first = earliest_rank([o for o in salient if o.order not in agent_reports and not launcher_line(o)])
+    first = earliest_rank([o for o in salient if not launcher_line(o)])
     if first is not None:
         return first.rank
     return suspects[0].rank if suspects else None
