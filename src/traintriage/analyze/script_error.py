@@ -45,7 +45,7 @@ def deliberate_check(traceback: Traceback, message: str) -> bool:
 # applied to one source line.
 _CHECKPOINT_ENTRY = re.compile(
     r"(?:\b(?:checkpoint|ckpt|chkpt|state_dict)\w{0,40}|torch\.load\([^\n]{0,200}\))\s{0,4}\[\s{0,4}['\"]([^'\"\n]{1,80})['\"]\s{0,4}\]")
-_KEY_ERROR = re.compile(r"KeyError: ['\"]([^'\"\n]{1,80})['\"]\s*$")
+_KEY_ERROR = re.compile(r"KeyError: ['\"]([^'\"\n]{1,80})['\"]\s{0,8}$")
 
 
 def missing_checkpoint_entry(traceback: Traceback, message: str) -> bool:
