@@ -13,7 +13,7 @@ import re
 from collections import defaultdict
 from dataclasses import dataclass
 
-from traintriage.analyze.observations import Observation, printed_time
+from traintriage.analyze.observations import Observation, printed_time, traceback_before
 from traintriage.analyze.scoring import Candidate
 from traintriage.match.internal import HOROVOD_TENSOR
 from traintriage.parse.prefix import failed_process_rank
@@ -228,9 +228,9 @@ def missing_reporter(watchdog: list[Observation], observations: list[Observation
 
 
 _LAUNCHER_MODULES = ("torch/distributed/elastic/", "torch.distributed.elastic.", "torch/distributed/run.py")
-# The outermost frame of a traceback raised in the launcher's own process (torchrun's entry point or elastic's
-# modules), not in a worker (a worker's script decorated with @record has elastic's frames too, below its own).
-_LAUNCHER_ENTRY = re.compile(r'File "[^"]{0,400}(?:/bin/torchrun|torch/distributed/(?:run\.py|launch\.py|elastic/))')
+# The file of the outermost frame of a traceback raised in the launcher's own process (torchrun's entry point or
+# elastic's modules), not in a worker (a worker's script decorated with @record has elastic's frames too, below its own).
+_LAUNCHER_ENTRY = re.compile(r"(?:/bin/torchrun|torch/distributed/(?:run\.py|launch\.py|elastic/))")
 
 
 def launcher_line(observation: Observation) -> bool:
@@ -242,10 +242,8 @@ def launcher_line(observation: Observation) -> bool:
     if any(module in text for module in _LAUNCHER_MODULES) or "ChildFailedError" in text \
             or is_report_field(observation.message):
         return True
-    before = observation.hit.before
-    headers = [i for i, line in enumerate(before) if TRACEBACK_HEADER in line]
-    outermost = next((line for line in before[headers[-1] + 1:] if 'File "' in line), None) if headers else None
-    return outermost is not None and _LAUNCHER_ENTRY.search(outermost) is not None
+    traceback = traceback_before(observation)
+    return traceback is not None and bool(traceback.frames) and _LAUNCHER_ENTRY.search(traceback.frames[0].file) is not None
 
 
 def suspects_for(

@@ -20,7 +20,7 @@ from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import replace
 
-from traintriage.analyze.observations import Observation
+from traintriage.analyze.observations import Observation, traceback_before
 from traintriage.match.compiler import Scanner
 from traintriage.match.internal import HYDRA_CLOSING, TRIALS_UNFINISHED, Internal
 from traintriage.parse.metrics import MetricPoint
@@ -108,27 +108,25 @@ def excused_orders(observations: list[Observation], scanner: Scanner) -> set[int
     return excused
 
 
-# The outermost frame of a traceback printed by multiprocessing's (or joblib/loky's) resource tracker: a
-# helper process that prints what it failed to clean up (`KeyError: '/loky-...'`, `'/psm_...'`) at the
-# program's exit and goes on; the program's own outcome is elsewhere in the log.
-_TRACKER_FRAME = re.compile(r'File "[^"]{0,400}resource_tracker\.py", line \d{1,6}, in main\b')
-_FRAME = re.compile(r'^\s*File "')
-
-
 def _resource_tracker_reports(observations: list[Observation], exceptions: list[Observation]) -> set[int]:
-    """Orders of the exception lines of tracebacks that began in a resource tracker's main loop (the
-    header may be cut off), and of the headers that open them."""
+    """Orders of the exception lines of tracebacks that began in a resource tracker's main loop
+    (multiprocessing's or joblib/loky's `resource_tracker.py ... in main`: a helper process that prints what it
+    failed to clean up at the program's exit, `KeyError: '/loky-...'`, and goes on; the program's own outcome is
+    elsewhere in the log), and of the headers that open them."""
     reports: set[int] = set()
     headers: set[tuple[int, int]] = set()
     for observation in exceptions:
+        traceback = traceback_before(observation)
+        if traceback is None or not traceback.frames:
+            continue
+        outermost = traceback.frames[0]
+        if outermost.function != "main" or not outermost.file.endswith("resource_tracker.py"):
+            continue
+        reports.add(observation.order)
         before = observation.hit.before
         opened = [i for i, text in enumerate(before) if TRACEBACK_HEADER in text]
-        start = opened[-1] + 1 if opened else 0
-        first_frame = next((text for text in before[start:] if _FRAME.match(parse_prefix(text).message)), None)
-        if first_frame is not None and _TRACKER_FRAME.search(first_frame):
-            reports.add(observation.order)
-            if opened:  # `before` ends on the line above this one
-                headers.add((observation.hit.source, observation.hit.line - len(before) + opened[-1]))
+        if opened:  # `before` ends on the line above this one
+            headers.add((observation.hit.source, observation.hit.line - len(before) + opened[-1]))
     return reports | {o.order for o in observations if (o.hit.source, o.hit.line) in headers}
 
 

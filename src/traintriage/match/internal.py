@@ -272,15 +272,15 @@ INTERNAL_PATTERNS: tuple[InternalPattern, ...] = (
         # platform status code), printed only inside the error a step raises; the paste may hold it without the
         # exception line above it (a notebook's cell output, an estimator's `Error recorded from ...`)
         r"(?:^|[\s:])\d{1,4} root error\(s\) found\.|"
-        # the ssh client could not reach a node (an MPI, horovodrun or pdsh launcher's pre-check or remote start)
-        r"\bssh: (?:Could not resolve hostname \S{1,200}: |connect to host \S{1,200} port \d{1,5}: )|"
-        # YOLOv5's and Ultralytics' exporters (`ONNX: export failure ❌ 2.0s: <the exception>`, try_export)
-        r"\bexport failure \S{1,4} ?\d{1,6}\.\d{1,3}s: |"
         # ... and the numbered statuses it lists (`  (0) Resource exhausted: OOM when allocating ...`; newer releases print
         # the codes' canonical names, `(0) RESOURCE_EXHAUSTED: ...`), pasted without the summary line; not CANCELLED or OUT_OF_RANGE
         r"^\s{0,8}\(\d{1,3}\) (?:Invalid argument|Resource exhausted|Internal|Not found|Failed precondition|Unimplemented|"
         r"Unknown|Data loss|Unavailable|Permission denied|Aborted|INVALID_ARGUMENT|RESOURCE_EXHAUSTED|INTERNAL|NOT_FOUND|"
         r"FAILED_PRECONDITION|UNIMPLEMENTED|UNKNOWN|DATA_LOSS|UNAVAILABLE|PERMISSION_DENIED|ABORTED): |"
+        # the ssh client could not reach a node (an MPI, horovodrun or pdsh launcher's pre-check or remote start)
+        r"\bssh: (?:Could not resolve hostname \S{1,200}: |connect to host \S{1,200} port \d{1,5}: )|"
+        # YOLOv5's and Ultralytics' exporters (`ONNX: export failure ❌ 2.0s: <the exception>`, try_export)
+        r"\bexport failure \S{1,4} ?\d{1,6}\.\d{1,3}s: |"
         # wandb.init giving up on its server (the CommError it raises may not be in the paste)
         r"wandb: ERROR Run initialization has timed out after |"
         # wandb < 0.10's wandb.init when its background process did not come up (raises LaunchError)
