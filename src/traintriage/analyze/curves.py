@@ -12,6 +12,7 @@ import operator
 import re
 from bisect import bisect_left, insort
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from traintriage.analyze.middle import median, median_of_sorted
@@ -105,13 +106,16 @@ def recovered_after(points: list[MetricPoint], point: MetricPoint) -> bool:
 
 
 _SKIPPED = re.compile(r"(?i)\bskip(?:ping|ped)\b")
+SKIP_NOTICE_LINES = 4
+"""Lines after a non-finite loss in which a guard's notice that it skipped the step still counts: one per rank."""
 
 
-def skipped_by_guard(points: list[MetricPoint], point: MetricPoint) -> bool:
-    """A non-finite loss on a line that says the step was skipped (a trainer's guard, dynamic loss scaling), while
-    the other loss lines of its log stay finite to the end: on data parallelism the rank that met it may log
+def skipped_by_guard(points: list[MetricPoint], point: MetricPoint, following: Sequence[str] = ()) -> bool:
+    """A non-finite loss on a line that says the step was skipped (a trainer's guard, dynamic loss scaling), or
+    whose next lines say so (`a rank reported a non-finite loss, skipping this step on all ranks`), while the
+    other loss lines of its log stay finite to the end: on data parallelism the rank that met it may log
     nothing else, so its own curve cannot show the recovery."""
-    if not _SKIPPED.search(point.text):
+    if not _SKIPPED.search(point.text) and not any(_SKIPPED.search(line) for line in following[:SKIP_NOTICE_LINES]):
         return False
     return _ends_finite([p for p in points if p.loss is not None and not _SKIPPED.search(p.text) and _after(p, point)])
 

@@ -571,8 +571,9 @@ def _curve_findings(
     findings: list[curves.CurveFinding | None] = [nonfinite]
     nan_stays = False
     if nonfinite is not None:
+        following = _observation_at(observations, nonfinite.point, names).hit.after
         nan_stays = not curves.recovered_after(points, nonfinite.point) \
-            and not curves.skipped_by_guard(points, nonfinite.point)
+            and not curves.skipped_by_guard(points, nonfinite.point, following)
         if nan_stays:
             _add_finding(candidates, "loss-nan", NAN_STAYS_SCORE,
                          _observation_at(observations, nonfinite.point, names), nonfinite.detail)
@@ -597,7 +598,8 @@ def _trained_past(candidate: Candidate, points: list[MetricPoint]) -> bool:
     at = {(p.source, p.line): p for p in points}
     for observation in candidate.roots:
         point = at.get((observation.hit.source, observation.hit.line))
-        if point is None or not curves.recovered_after(points, point):
+        if point is None or not (curves.recovered_after(points, point)
+                                 or curves.skipped_by_guard(points, point, observation.hit.after)):
             return False
     return True
 

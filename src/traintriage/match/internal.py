@@ -369,6 +369,7 @@ INTERNAL_PATTERNS: tuple[InternalPattern, ...] = (
             Internal.metric_nonfinite,
             fast,
             256,
+            context=True,  # a guard's notice that it skipped the step may follow (analyze/curves.skipped_by_guard)
             confirm=r"(?i)(?:(?:" + LOSS_TERM_NAMES + r")" + LOSS_AGGREGATE + r"|\bxent|\bppl|perplexity|grad[_ ]?norm)['\"]?\s*(?:is\s+)?[:=]?\s*['\"]?\[?[-+]?(?:nan|inf)\b"
                     r"|(?m:^)" + GBM_EVAL_NAN,
         )
