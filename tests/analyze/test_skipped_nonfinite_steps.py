@@ -47,6 +47,26 @@ def test_a_rank_that_only_logs_its_skipped_non_finite_steps_is_no_failure(tmp_pa
     assert _diagnose(tmp_path, lines).status.value == "no-failure"
 
 
+def _rank_reports_inf_then_all_ranks(notice: str) -> list[str]:
+    """Rank 2 reports its own non-finite loss; the ranks agree (an all-reduced flag) and each logs `notice`;
+    the run-wide mean loss goes on."""
+    lines = [f"step {step:3d} | mean loss {2.8 - 0.1 * step:.4f}" for step in range(5)]
+    lines.append("rank2: WARNING step 5: non-finite loss inf on this rank")
+    lines += [f"rank{rank}: step 5: {notice}" for rank in (0, 2, 1)]
+    return lines + [f"step {step:3d} | mean loss {2.0 - 0.1 * step:.4f}" for step in range(6, 10)]
+
+
+def test_a_skip_announced_on_the_next_lines_is_no_failure(tmp_path: Path) -> None:
+    lines = _rank_reports_inf_then_all_ranks("a rank reported a non-finite loss, skipping this step on all ranks")
+    assert _diagnose(tmp_path, lines).status.value == "no-failure"
+
+
+def test_a_non_finite_loss_followed_by_other_words_is_loss_nan(tmp_path: Path) -> None:
+    lines = _rank_reports_inf_then_all_ranks("a rank reported a non-finite loss")
+    diagnosis = _diagnose(tmp_path, lines)
+    assert diagnosis.root_cause is not None and diagnosis.root_cause.id == "loss-nan"
+
+
 def test_non_finite_losses_on_every_rank_are_loss_nan_even_when_skipped(tmp_path: Path) -> None:
     lines = [f"[default{rank}]:WARNING:trainer:step {step}: non-finite loss detected (local loss nan on rank {rank}), "
              "skipping optimizer step" for step in range(3, 12) for rank in (0, 1)]

@@ -571,12 +571,11 @@ def _curve_findings(
     findings: list[curves.CurveFinding | None] = [nonfinite]
     nan_stays = False
     if nonfinite is not None:
-        following = _observation_at(observations, nonfinite.point, names).hit.after
+        at_point = _observation_at(observations, nonfinite.point, names)
         nan_stays = not curves.recovered_after(points, nonfinite.point) \
-            and not curves.skipped_by_guard(points, nonfinite.point, following)
+            and not curves.skipped_by_guard(points, nonfinite.point, at_point.hit.after)
         if nan_stays:
-            _add_finding(candidates, "loss-nan", NAN_STAYS_SCORE,
-                         _observation_at(observations, nonfinite.point, names), nonfinite.detail)
+            _add_finding(candidates, "loss-nan", NAN_STAYS_SCORE, at_point, nonfinite.detail)
         elif "loss-nan" in candidates and _trained_past(candidates["loss-nan"], points):
             del candidates["loss-nan"]
     spiked = curves.spikes(points)
