@@ -246,6 +246,18 @@ def launcher_line(observation: Observation) -> bool:
     return traceback is not None and bool(traceback.frames) and _LAUNCHER_ENTRY.search(traceback.frames[0].file) is not None
 
 
+def _rank_lines(root: Candidate, reports: list[FailureReport]) -> list[Observation]:
+    """The root's lines to read its rank from. The launcher's own lines carry only a node's tag: the workers' own
+    lines, when they name a rank; else none when the class was read off torchrun's failure report (the report
+    names the global rank itself); else all of them (a class of the launcher's own: the node that got a signal)."""
+    own = [o for o in root.roots if not launcher_line(o)]
+    if any(o.rank is not None for o in own):
+        return own
+    if reports and any(is_report_field(o.message) for o in root.roots):
+        return []
+    return root.roots
+
+
 def suspects_for(
     root: Candidate | None,
     failed_by_signal: list[Observation],
@@ -262,12 +274,7 @@ def suspects_for(
     if named is not None:
         found.append(named)
     if root is not None:
-        # The launcher's own lines carry only a node's tag: the rank comes from the worker's own lines, else,
-        # when the class was read off torchrun's failure report, from the report (which names the global
-        # rank), else from the launcher's lines (a class of the launcher's own: the node that got a signal).
-        own = [o for o in root.roots if not launcher_line(o)]
-        from_report = bool(reports) and any(is_report_field(o.message) for o in root.roots)
-        lines = own if any(o.rank is not None for o in own) else [] if from_report else root.roots
+        lines = _rank_lines(root, reports)
         first = earliest_rank(lines)
         if first is not None:
             stamp = printed_time(first)

@@ -115,7 +115,7 @@ def parse_traceback(lines: list[str], exception_line: str) -> Traceback | None:
     return Traceback(frames=frames, exception=exception_line.strip(), chained_from=chained_from)
 
 
-_ESCAPED_HEADER = "Traceback (most recent call last):\\n"
+_ESCAPED_HEADER = TRACEBACK_HEADER + " last):\\n"  # Python's own header, as a JSON string escapes it
 _JSON_STRING_BODY = re.compile(r'(?:[^"\\]|\\.){0,65536}')
 """The rest of a JSON string up to its closing quote: escapes are skipped whole, so `\\"` does not end it."""
 
