@@ -129,6 +129,7 @@ def apply(candidates: dict[str, Candidate], kb: KnowledgeBase) -> frozenset[str]
     _shape_error_in_optimizer_step(candidates, kb)
     _abort_of_a_failed_check(candidates)
     _dataset_build_out_of_space(candidates)
+    _hub_rejected_the_request(candidates)
     return frozenset(before - set(candidates))
 
 
@@ -399,3 +400,21 @@ def _as_class(source: Candidate, entry_id: str, reason: str) -> Candidate:
     """The evidence of `source` read as another class, which the log's own numbers or traceback chose."""
     return Candidate(entry_id=entry_id, score=source.score, nature=source.nature, roots=list(source.roots),
                      supporting=list(source.supporting), reason=reason)
+
+
+HUB_ACCESS = "hf-hub-access-error"
+_HUB_BAD_REQUEST = re.compile(r"huggingface_hub\.(?:utils\._errors|errors)\.BadRequestError: ")
+_HUB_STATUS_FRAME = re.compile(r"\bin hf_raise_for_status\b")
+
+
+def _hub_rejected_the_request(candidates: dict[str, Candidate]) -> None:
+    """hf_raise_for_status raises BadRequestError for an HTTP 400: the Hub refused what was sent (a model card's
+    metadata, a commit's content). The Hub's generic lines (its request id, the status frame) then name no access
+    or network problem that a token, an access request or a cache would fix."""
+    hub = candidates.get(HUB_ACCESS)
+    if hub is None:
+        return
+    roots = [o.hit.text for o in hub.roots]
+    if any(_HUB_BAD_REQUEST.search(o.hit.text) for o in hub.roots + hub.supporting) and all(
+            _HUB_BAD_REQUEST.search(line) or _HUB_STATUS_FRAME.search(line) for line in roots):
+        del candidates[HUB_ACCESS]

@@ -317,7 +317,8 @@ INTERNAL_PATTERNS: tuple[InternalPattern, ...] = (
     # the plugin library's own dlopen error when a paste keeps only that line),
     # JAX's logged probe of backends it was not built for (not the
     # RuntimeError of a backend asked for; some loggers print the source location last,
-    # `(<pid>:xla_bridge.py:<line>)`, others the module, `jax._src.xla_bridge | Unable ...`),
+    # `(<pid>:xla_bridge.py:<line>)`, others the module, `jax._src.xla_bridge | Unable ...`, a bare
+    # format only the message, which then opens the line),
     # libibverbs' probe of provider drivers, torch's CUDA
     # probe on a machine without a driver (a warning; using CUDA afterwards raises its own
     # error), and TF's and XLA's cuInit probe on a host without a usable CUDA driver (a TPU or
@@ -328,6 +329,7 @@ INTERNAL_PATTERNS: tuple[InternalPattern, ...] = (
     InternalPattern(
         Internal.benign_notice,
         r"(?:NCCL INFO (?:NET|GIN|RMA|TUNER|PROFILER|ENV)/Plugin|xla_bridge\S{0,12}(?: [|-])? ?Unable to initialize backend '|"
+        r"^Unable to initialize backend '[^'\n]{1,40}': |"
         r"Unable to initialize backend '[^'\n]{1,40}'[^\n]{0,400}\(\d{1,9}:xla_bridge\.py:\d{1,5}\)|"
         r"libnccl-(?:net|tuner|profiler|env)\S{0,40}: cannot open shared object file|"
         r"libibverbs: Warning: couldn't load driver|UserWarning: CUDA initialization: Found no NVIDIA driver|"
