@@ -68,3 +68,32 @@ def test_the_same_chain_without_its_log_record_is_the_failure(tmp_path: Path) ->
     path = tmp_path / "train.log"
     path.write_text("\n".join(CHAINED[1:] + STEPS) + "\n")
     assert diagnose([str(path)]).status.value != "no-failure"
+
+
+def _logged_then_crash(record: str) -> list[str]:
+    """A logged exception under `record`, then another error nothing caught, with no step in between."""
+    crash = [
+        "[default1]:Traceback (most recent call last):",
+        '[default1]:  File "/srv/job/train.py", line 204, in <module>',
+        "[default1]:    batch = next(loader_iter)",
+        '[default1]:  File "/srv/job/data.py", line 58, in __getitem__',
+        "[default1]:    fh = open(self.files[index], 'rb')",
+        "[default1]:OSError: [Errno 24] Too many open files: '/data/shards/s00412.npy'",
+    ]
+    return STEPS + [LOGGED[0].replace("pretrained head not found; starting from random init", record)] + LOGGED[1:] + crash
+
+
+def test_an_error_logged_as_handled_gives_way_to_the_failure_after_it(tmp_path: Path) -> None:
+    """The record says the program carried on (`trying next one`), and another error stopped the run before
+    any step showed it: that later error is the cause."""
+    path = tmp_path / "train.log"
+    path.write_text("\n".join(_logged_then_crash("failed to read /srv/job/head.pt, trying next one")) + "\n")
+    diagnosis = diagnose([str(path)])
+    assert diagnosis.root_cause is not None and diagnosis.root_cause.id == "too-many-open-files"
+
+
+def test_an_error_logged_without_carrying_on_stays_the_first_failure(tmp_path: Path) -> None:
+    path = tmp_path / "train.log"
+    path.write_text("\n".join(_logged_then_crash("could not load /srv/job/head.pt")) + "\n")
+    diagnosis = diagnose([str(path)])
+    assert diagnosis.root_cause is not None and diagnosis.root_cause.id == "file-not-found"

@@ -24,6 +24,7 @@ from traintriage.analyze.ranks import (
 )
 from traintriage.analyze.refine import USER_CODE
 from traintriage.analyze.salient import (
+    announced_recovery,
     completion_lines,
     excused_orders,
     failure_evidence,
@@ -382,7 +383,8 @@ def _drop_recovered(candidates: dict[str, Candidate], kb: KnowledgeBase, points:
     def went_on(observation: Observation, entry: Entry | None) -> bool:
         warned = logged_as_warning(observation) and (entry is None or entry.category.value not in _WARNED_ON)
         return ((warned or logged_with_traceback(observation)) and _progress_after(observation, points, steps)
-                and not _bar_closed_at_exit(observation, points))
+                and not _bar_closed_at_exit(observation, points)) or (
+            announced_recovery(observation) and _failed_later_otherwise(observation, candidates))
 
     _drop_if_every_line(candidates, kb, went_on)
 

@@ -174,6 +174,22 @@ _RECORD_REACH = 2048
 """Characters of a line searched for its level: a progress bar's redraws can come before the record glued to it."""
 
 
+# A record that says the program carries on past the error it reports: it retries, skips, falls back or goes on.
+# (Not a bare "will fall back": Dynamo's ERROR record that it falls back to eager can stand above the crash it led to.)
+_RECOVERY = re.compile(r"\b(?:retry(?:ing)?|retries|trying (?:again|next)|will (?:retry|try)|skipp(?:ing|ed)|falling back|"
+                       r"continuing|ignoring)\b", re.IGNORECASE)
+
+
+def announced_recovery(observation: Observation) -> bool:
+    """A logger's record, above the line's traceback or on the line itself, says the program handled the
+    error and carries on (`failed to read sample 37, trying next one`, `retrying with weights_only=False`)."""
+    above = _above_traceback(observation.hit.before)
+    if above is not None and _LOG_RECORD.search(above[:300]):
+        return _RECOVERY.search(above[:_RECORD_REACH]) is not None
+    head = observation.hit.text[:_RECORD_REACH]
+    return _LOG_RECORD.search(head[:300]) is not None and _RECOVERY.search(head) is not None
+
+
 def logged_as_warning(observation: Observation) -> bool:
     """The line is a log record at warning level: a logger reported an error the program handled."""
     head = observation.hit.text[:_RECORD_REACH]
