@@ -97,3 +97,22 @@ def test_an_error_logged_without_carrying_on_stays_the_first_failure(tmp_path: P
     path.write_text("\n".join(_logged_then_crash("could not load /srv/job/head.pt")) + "\n")
     diagnosis = diagnose([str(path)])
     assert diagnosis.root_cause is not None and diagnosis.root_cause.id == "file-not-found"
+
+
+def test_a_run_whose_every_error_was_logged_as_handled_did_not_fail(tmp_path: Path) -> None:
+    """The last handled error has no step after it, only the run's own closing record."""
+    handled = [LOGGED[0].replace("pretrained head not found; starting from random init",
+                                 "evaluation at step 40 failed; skipping this round")] + LOGGED[1:]
+    closing = "[default1]:2026-03-02 10:11:09,400 [rank1] INFO train: done: 40 steps"
+    path = tmp_path / "train.log"
+    path.write_text("\n".join(STEPS + handled + [closing]) + "\n")
+    assert diagnose([str(path)]).status.value == "no-failure"
+
+
+def test_a_handled_error_then_the_same_error_uncaught_is_the_failure(tmp_path: Path) -> None:
+    handled = [LOGGED[0].replace("pretrained head not found; starting from random init",
+                                 "evaluation at step 40 failed; skipping this round")] + LOGGED[1:]
+    path = tmp_path / "train.log"
+    path.write_text("\n".join(STEPS + handled + LOGGED[1:]) + "\n")
+    diagnosis = diagnose([str(path)])
+    assert diagnosis.root_cause is not None and diagnosis.root_cause.id == "file-not-found"

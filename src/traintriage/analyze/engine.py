@@ -24,6 +24,7 @@ from traintriage.analyze.ranks import (
 )
 from traintriage.analyze.refine import USER_CODE
 from traintriage.analyze.salient import (
+    all_reported_handled,
     announced_recovery,
     completion_lines,
     excused_orders,
@@ -173,8 +174,12 @@ def analyze(
     points = _metric_points(observations, scans, scanner)
     completions = completion_lines(observations, scanner)
     evidence = failure_evidence(observations, scanner, points, excused, completions)
+    # Every failure the log shows, a logger reported as handled (`..., skipping this round`, `retrying`).
+    handled_only = all_reported_handled(evidence)
+    if handled_only:
+        evidence = []
     _settle_excused(candidates, kb, points, bool(completions), bool(evidence))
-    _drop_recovered(candidates, kb, points, failed_later=bool(evidence))
+    _drop_recovered(candidates, kb, points, failed_later=bool(evidence), handled_only=handled_only)
     if not evidence:
         _drop_timer_dumps(candidates, points)
         _drop_restarted(candidates, observations, scanner, points, completions)
@@ -369,7 +374,7 @@ def _failed_later_otherwise(last: Observation, candidates: dict[str, Candidate])
 
 
 def _drop_recovered(candidates: dict[str, Candidate], kb: KnowledgeBase, points: list[MetricPoint],
-                    failed_later: bool) -> None:
+                    failed_later: bool, handled_only: bool = False) -> None:
     """An exception the run went on from: a class whose every line is an exception a logger printed with
     its traceback (`logger.exception`, `exc_info=True`: the program caught it) or a record at warning level
     (`corrupt image ...; substituting sample 80`), and is followed by training progress of the same rank, is
@@ -384,7 +389,7 @@ def _drop_recovered(candidates: dict[str, Candidate], kb: KnowledgeBase, points:
         warned = logged_as_warning(observation) and (entry is None or entry.category.value not in _WARNED_ON)
         return ((warned or logged_with_traceback(observation)) and _progress_after(observation, points, steps)
                 and not _bar_closed_at_exit(observation, points)) or (
-            announced_recovery(observation) and _failed_later_otherwise(observation, candidates))
+            announced_recovery(observation) and (handled_only or _failed_later_otherwise(observation, candidates)))
 
     _drop_if_every_line(candidates, kb, went_on)
 

@@ -174,20 +174,33 @@ _RECORD_REACH = 2048
 """Characters of a line searched for its level: a progress bar's redraws can come before the record glued to it."""
 
 
-# A record that says the program carries on past the error it reports: it retries, skips, falls back or goes on.
-# (Not a bare "will fall back": Dynamo's ERROR record that it falls back to eager can stand above the crash it led to.)
-_RECOVERY = re.compile(r"\b(?:retry(?:ing)?|retries|trying (?:again|next)|will (?:retry|try)|skipp(?:ing|ed)|falling back|"
-                       r"continuing|ignoring)\b", re.IGNORECASE)
+# A record that says the program carries on past the error it reports: it retries, skips, falls back or goes on
+# (not a bare "will fall back", nor what happened before: Dynamo's ERROR record that it will fall back to eager, and a
+# warning that a step was skipped, can stand right above the crash that followed them).
+_RECOVERY = re.compile(r"\b(?:retry(?:ing)?|trying (?:again|next)|will (?:retry|try)|skipping|falling back|continuing|"
+                       r"ignoring)\b", re.IGNORECASE)
 
 
 def announced_recovery(observation: Observation) -> bool:
     """A logger's record, above the line's traceback or on the line itself, says the program handled the
-    error and carries on (`failed to read sample 37, trying next one`, `retrying with weights_only=False`)."""
+    error and carries on (`failed to read sample 37, trying next one`, `retrying with weights_only=False`), and
+    the log goes on after it: an exception that ends the log ended the process, whatever record stood above it."""
+    if not any(line.strip() for line in observation.hit.after):
+        return False
     above = _above_traceback(observation.hit.before)
     if above is not None and _LOG_RECORD.search(above[:300]):
         return _RECOVERY.search(above[:_RECORD_REACH]) is not None
     head = observation.hit.text[:_RECORD_REACH]
     return _LOG_RECORD.search(head[:300]) is not None and _RECOVERY.search(head) is not None
+
+
+def all_reported_handled(evidence: list[Observation]) -> bool:
+    """Every failure line is an exception a logger reported as handled (announced_recovery), or the header of a
+    traceback such an exception ends later in the same log: the run went on from all of them."""
+    exceptions = [o for o in evidence if TRACEBACK_HEADER not in o.hit.text]
+    headers = [o for o in evidence if TRACEBACK_HEADER in o.hit.text]
+    return (bool(exceptions) and all(announced_recovery(o) for o in exceptions)
+            and all(any(o.hit.source == h.hit.source and o.hit.line > h.hit.line for o in exceptions) for h in headers))
 
 
 def logged_as_warning(observation: Observation) -> bool:
