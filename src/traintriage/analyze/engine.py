@@ -382,7 +382,9 @@ def _drop_recovered(candidates: dict[str, Candidate], kb: KnowledgeBase, points:
     a rank that dies leaves its peers' next line behind. Two kinds of warning do not count (_WARNED_ON): a
     stop from outside (a Ctrl-C, a time limit, an eviction), announced by a warning and followed by an
     orderly shutdown's last reports, and an environment the run goes on without (`CUDA probe failed,
-    continuing on CPU`), which it does degraded."""
+    continuing on CPU`), which it does degraded. A logger's record that says the program carries on
+    (announced_recovery) is enough without progress when a later failure of another class stopped the run,
+    or when every failure the log shows was reported that way (`handled_only`)."""
     steps = WENT_ON_STEPS if failed_later else 1
 
     def went_on(observation: Observation, entry: Entry | None) -> bool:
