@@ -415,6 +415,7 @@ def _hub_rejected_the_request(candidates: dict[str, Candidate]) -> None:
     if hub is None:
         return
     roots = [o.hit.text for o in hub.roots]
-    if any(_HUB_BAD_REQUEST.search(o.hit.text) for o in hub.roots + hub.supporting) and all(
+    supporting = [o.hit.text for o in hub.supporting]
+    if any(_HUB_BAD_REQUEST.search(line) for line in roots + supporting) and all(
             _HUB_BAD_REQUEST.search(line) or _HUB_STATUS_FRAME.search(line) for line in roots):
         del candidates[HUB_ACCESS]

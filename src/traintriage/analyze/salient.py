@@ -159,10 +159,15 @@ def _above_traceback(before: list[str]) -> str | None:
     return None
 
 
+def _record_above(observation: Observation) -> str | None:
+    """The log record just above the line's traceback (a logger printed the exception), if there is one."""
+    above = _above_traceback(observation.hit.before)
+    return above if above is not None and _LOG_RECORD.search(above[:300]) else None
+
+
 def logged_with_traceback(observation: Observation) -> bool:
     """The log record above the traceback: a logger printed the exception."""
-    above = _above_traceback(observation.hit.before)
-    return above is not None and _LOG_RECORD.search(above[:300]) is not None
+    return _record_above(observation) is not None
 
 
 # A record at warning level and none higher on the line itself (`... WARNING worker-2 loader - corrupt image ...:
@@ -187,9 +192,9 @@ def announced_recovery(observation: Observation) -> bool:
     the log goes on after it: an exception that ends the log ended the process, whatever record stood above it."""
     if not any(line.strip() for line in observation.hit.after):
         return False
-    above = _above_traceback(observation.hit.before)
-    if above is not None and _LOG_RECORD.search(above[:300]):
-        return _RECOVERY.search(above[:_RECORD_REACH]) is not None
+    record = _record_above(observation)
+    if record is not None:
+        return _RECOVERY.search(record[:_RECORD_REACH]) is not None
     head = observation.hit.text[:_RECORD_REACH]
     return _LOG_RECORD.search(head[:300]) is not None and _RECOVERY.search(head) is not None
 
