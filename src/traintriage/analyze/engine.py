@@ -26,6 +26,7 @@ from traintriage.analyze.refine import USER_CODE
 from traintriage.analyze.salient import (
     all_reported_handled,
     announced_recovery,
+    bar_repainted_at_exit,
     completion_lines,
     excused_orders,
     failure_evidence,
@@ -390,26 +391,10 @@ def _drop_recovered(candidates: dict[str, Candidate], kb: KnowledgeBase, points:
     def went_on(observation: Observation, entry: Entry | None) -> bool:
         warned = logged_as_warning(observation) and (entry is None or entry.category.value not in _WARNED_ON)
         return ((warned or logged_with_traceback(observation)) and _progress_after(observation, points, steps)
-                and not _bar_closed_at_exit(observation, points)) or (
+                and not bar_repainted_at_exit(observation, points)) or (
             announced_recovery(observation) and (handled_only or _failed_later_otherwise(observation, candidates)))
 
     _drop_if_every_line(candidates, kb, went_on)
-
-
-_BAR_RATE = re.compile(r"\|[^|]{0,80}\d(?:it|s)/(?:s|it)\b")
-"""A progress bar's state: tqdm's `| 39/50 [00:16<00:04,  2.40it/s, loss=2.48]`."""
-
-
-def _bar_closed_at_exit(observation: Observation, points: list[MetricPoint]) -> bool:
-    """The only progress after the exception is a progress bar repeating the loss it showed before: tqdm
-    repaints a bar still open when the interpreter tears it down, after Python printed the traceback that
-    ended the process, so a warning record that happened to sit above that traceback is no sign of recovery."""
-    rank_points = [p for p in points if p.source == observation.hit.source and p.loss is not None
-                   and (observation.rank is None or p.rank == observation.rank)]
-    before = [p for p in rank_points if p.line < observation.hit.line]
-    after = [p for p in rank_points if p.line > observation.hit.line]
-    return (len(after) == 1 and bool(before) and _BAR_RATE.search(after[0].text) is not None
-            and after[0].loss == max(before, key=lambda p: p.line).loss)
 
 
 _TIMER_DUMP = re.compile(r"Timeout \(\d+:\d{2}:\d{2}(?:\.\d+)?\)!")

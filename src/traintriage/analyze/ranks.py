@@ -36,7 +36,9 @@ _RAY_FAILED_WORKER = re.compile(r"\[Rank (\d{1,7}) Error Snippet\]:")
 # TORCH_DISTRIBUTED_DEBUG=DETAIL's check of each collective: every rank that compares itself with one that
 # disagrees prints `Detected mismatch between collectives on ranks. Rank A is running collective: <fingerprint>,
 # but Rank B is running collective: <fingerprint>` (ProcessGroupWrapper.cpp).
-_MISMATCH_RANK = re.compile(r"Rank (\d{1,7}) is running collective: ")
+# DDP's check of the model at construction (reducer.cpp verify_params_across_processes) has the same shape:
+# `DDP expects same model across all ranks, but Rank A has N params, while rank B has inconsistent M params.`
+_MISMATCH_RANK = re.compile(r"Rank (\d{1,7}) is running collective: |[Rr]ank (\d{1,7}) has (?:inconsistent )?\d{1,9} params")
 # Horovod's coordinator names the ranks that never submitted a tensor: `<tensor> [missing ranks: 1]`
 # (0.16 and older), or under `Missing ranks:` one line per rank, `1!: [HorovodAllreduce_x, ...]`
 # (stall_inspector.cc; a tensor's name holds Horovod's default, match/internal.py's
@@ -114,9 +116,9 @@ def named_faulty_rank(faulty: list[Observation]) -> SuspectRank | None:
 
 
 def _odd_collective_rank(faulty: list[Observation]) -> SuspectRank | None:
-    """The one rank every rank's collective-mismatch report names: the others agree with each other
-    and each compares itself with it. With two ranks both are in every report, so none is named."""
-    reports = [{int(rank) for rank in _MISMATCH_RANK.findall(o.hit.text[:8192])} for o in faulty]
+    """The one rank every rank's collective-mismatch (or DDP model-mismatch) report names: the others
+    agree with each other and each compares itself with it. With two ranks both are in every report, so none is named."""
+    reports = [{int(a or b) for a, b in _MISMATCH_RANK.findall(o.hit.text[:8192])} for o in faulty]
     reports = [named for named in reports if len(named) == 2]
     if len(reports) < 2:
         return None

@@ -251,7 +251,24 @@ def failure_evidence(
     for point in points:
         if point.step is not None or point.loss is not None:
             last_progress[point.source] = max(last_progress.get(point.source, 0), point.line)
-    return [o for o in evidence if last_progress.get(o.hit.source, 0) <= o.hit.line or _RUN_SUMMARY.search(o.hit.text)]
+    return [o for o in evidence if last_progress.get(o.hit.source, 0) <= o.hit.line or _RUN_SUMMARY.search(o.hit.text)
+            or bar_repainted_at_exit(o, points)]
+
+
+_BAR_RATE = re.compile(r"\|[^|]{0,80}\d(?:it|s)/(?:s|it)\b")
+"""A progress bar's state: tqdm's `| 39/50 [00:16<00:04,  2.40it/s, loss=2.48]`."""
+
+
+def bar_repainted_at_exit(observation: Observation, points: list[MetricPoint]) -> bool:
+    """The only progress after the line is a progress bar repeating the loss it showed before: tqdm repaints
+    a bar still open when the interpreter tears it down, after Python printed the traceback that ended the
+    process, so that repaint is no sign that training went on."""
+    rank_points = [p for p in points if p.source == observation.hit.source and p.loss is not None
+                   and (observation.rank is None or p.rank == observation.rank)]
+    before = [p for p in rank_points if p.line < observation.hit.line]
+    after = [p for p in rank_points if p.line > observation.hit.line]
+    return (len(after) == 1 and bool(before) and _BAR_RATE.search(after[0].text) is not None
+            and after[0].loss == sorted(before, key=lambda p: p.line)[-1].loss)  # a line's last bar state
 
 
 _RUN_SUMMARY = re.compile(TRIALS_UNFINISHED)
