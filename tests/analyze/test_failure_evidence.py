@@ -29,6 +29,12 @@ FAILED = {
         "W1104 03:12:09.119000 90211 torch/distributed/elastic/multiprocessing/api.py:897] Sending process 90251 "
         "closing signal SIGTERM",
     ],
+    "Spark's scheduler gives up on a stage of a training job": [
+        "24/11/02 08:14:51 WARN TaskSetManager: Lost task 3.0 in stage 2.0 (TID 41, worker-7, executor 4): "
+        "ExecutorLostFailure (executor 4 exited caused by one of the running tasks)",
+        "24/11/02 08:14:52 ERROR TaskSetManager: Task 3 in stage 2.0 failed 4 times; aborting job",
+        "24/11/02 08:14:52 INFO YarnClusterScheduler: Cancelling stage 2",
+    ],
     "LightGBM's command-line program caught an exception": [
         "[LightGBM] [Info] Total Bins 4081",
         "[LightGBM] [Info] Number of data points in the train set: 120000, number of used features: 31",
@@ -324,6 +330,20 @@ FAILED = {
 }
 
 HEALTHY = {
+    "an Optuna study whose first trial failed and whose later trials ran to their end": [
+        "[LightGBM] [Fatal] Check failed: (num_leaves) > (1) at /__w/LightGBM/LightGBM/src/io/config_auto.cpp, line 352 .",
+        "[W 2026-11-30 10:00:01,915] Trial 0 failed with parameters: {'num_leaves': 1} because of the following error: "
+        "LightGBMError('Check failed: (num_leaves) > (1) at /__w/LightGBM/LightGBM/src/io/config_auto.cpp, line 352 .').",
+        "Traceback (most recent call last):",
+        '  File "/opt/venv/lib/python3.11/site-packages/optuna/study/_optimize.py", line 206, in _run_trial',
+        "    value_or_values = func(trial)",
+        "lightgbm.basic.LightGBMError: Check failed: (num_leaves) > (1) at /__w/LightGBM/LightGBM/src/io/config_auto.cpp, line 352 .",
+        "[W 2026-11-30 10:00:01,921] Trial 0 failed with value None.",
+        "[I 2026-11-30 10:00:03,114] Trial 1 finished with value: 0.2531 and parameters: {'num_leaves': 14}. "
+        "Best is trial 1 with value: 0.2531.",
+        "[I 2026-11-30 10:00:04,870] Trial 2 finished with value: 0.1886 and parameters: {'num_leaves': 29}. "
+        "Best is trial 2 with value: 0.1886.",
+    ],
     "tf 1.x queue runners cancelled as a healthy run shuts down": [
         "INFO:tensorflow:global step 20000: loss = 0.2114 (0.301 sec/step)",
         "INFO:tensorflow:Stopping Training.",

@@ -126,7 +126,9 @@ INTERNAL_PATTERNS: tuple[InternalPattern, ...] = (
         Internal.completion,
         r"(?:Training completed\.|`Trainer\.fit` stopped|'train_runtime'|\btrain_runtime\s*=|Finished training|"
         r"[Tt]raining (?:finished|complete|done)\b|\bdone training\b|"
-        r"Waiting for W&B process to finish\.\.\. \(success\))",
+        r"Waiting for W&B process to finish\.\.\. \(success\)|"
+        # Optuna's study log (optuna/study/_tell.py): a trial that ran to its end after an earlier trial failed
+        r"\bTrial \d{1,7} finished with values?: )",
         16,
     ),
     InternalPattern(
@@ -250,6 +252,9 @@ INTERNAL_PATTERNS: tuple[InternalPattern, ...] = (
         # LightGBM's fatal log line (Log::Fatal throws), and its command-line program's catch-all, which prints
         # `Met Exceptions:` and the message on the next line (src/main.cpp)
         r"\[LightGBM\] \[Fatal\] |^Met Exceptions:\s{0,8}$|"
+        # Spark's scheduler gives up on a stage (TaskSetManager.scala abortIfCompletelyFailing / handleFailedTask):
+        # the job (a TensorFlowOnSpark, Horovod-on-Spark or MLlib training) fails with it
+        r"\bTask \S{1,40} in stage \S{1,40} failed \d{1,5} times; aborting job|"
         # MXNet's Symbol.infer_shape prints this and the input shapes just before it re-raises the MXNetError
         r"\binfer_shape error\. Arguments:|"
         # MPICH's abort of an MPI call (`Abort(<code>) (rank 0 in comm 0): Fatal error in PMPI_Init_thread: ...`)
