@@ -252,8 +252,8 @@ INTERNAL_PATTERNS: tuple[InternalPattern, ...] = (
         # LightGBM's fatal log line (Log::Fatal throws), and its command-line program's catch-all, which prints
         # `Met Exceptions:` and the message on the next line (src/main.cpp)
         r"\[LightGBM\] \[Fatal\] |^Met Exceptions:\s{0,8}$|"
-        # Spark's scheduler gives up on a stage (TaskSetManager.scala abortIfCompletelyFailing / handleFailedTask):
-        # the job (a TensorFlowOnSpark, Horovod-on-Spark or MLlib training) fails with it
+        # Spark's scheduler gives up on a stage once a task failed spark.task.maxFailures times (TaskSetManager.scala
+        # handleFailedTask); the job (a TensorFlowOnSpark, Horovod-on-Spark or MLlib training) fails with it
         r"\bTask \S{1,40} in stage \S{1,40} failed \d{1,5} times; aborting job|"
         # MXNet's Symbol.infer_shape prints this and the input shapes just before it re-raises the MXNetError
         r"\binfer_shape error\. Arguments:|"
