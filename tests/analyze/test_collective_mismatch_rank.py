@@ -1,9 +1,12 @@
 """TORCH_DISTRIBUTED_DEBUG=DETAIL: every rank reports the collective mismatch with the same words, but
-each compares itself with one rank: the rank every report names is the one that disagrees."""
+each compares itself with one rank: the rank every report names is the one that disagrees. DDP's check of
+the model at construction reads the same way."""
 
 from __future__ import annotations
 
 from pathlib import Path
+
+import pytest
 
 from traintriage.pipeline import diagnose
 
@@ -29,21 +32,6 @@ def _diagnose(tmp_path: Path, lines: list[str]):  # type: ignore[no-untyped-def]
     return diagnose([str(path)])
 
 
-def test_the_rank_every_report_names_disagrees(tmp_path: Path) -> None:
-    shapes = {0: 2, 1: 2, 2: 3, 3: 2}
-    lines = _report(0, 2, shapes) + _report(1, 2, shapes) + _report(2, 0, shapes) + _report(3, 2, shapes)
-    diagnosis = _diagnose(tmp_path, lines)
-    assert diagnosis.root_cause is not None and diagnosis.root_cause.id == "collective-mismatch"
-    assert diagnosis.initiating_rank == 2
-
-
-def test_two_ranks_name_each_other_and_neither_is_singled_out(tmp_path: Path) -> None:
-    shapes = {0: 2, 1: 3}
-    diagnosis = _diagnose(tmp_path, _report(0, 1, shapes) + _report(1, 0, shapes))
-    assert diagnosis.root_cause is not None and diagnosis.root_cause.id == "collective-mismatch"
-    assert diagnosis.initiating_rank is None
-
-
 def _ddp_check(rank: int, other: int, params: dict[int, int]) -> list[str]:
     """What DDP's construction-time check (reducer.cpp verify_params_across_processes) raises on each rank."""
     return [
@@ -55,17 +43,23 @@ def _ddp_check(rank: int, other: int, params: dict[int, int]) -> list[str]:
     ]
 
 
-def test_the_rank_with_another_model_is_the_one_every_ddp_check_names(tmp_path: Path) -> None:
-    params = {0: 9, 1: 9, 2: 11}
-    lines = _ddp_check(1, 2, params) + _ddp_check(0, 2, params) + _ddp_check(2, 0, params)
+
+_CHECKS = [(_report, "collective-mismatch"), (_ddp_check, "ddp-model-mismatch")]
+
+
+@pytest.mark.parametrize(("report", "entry_id"), _CHECKS)
+def test_the_rank_every_report_names_disagrees(tmp_path: Path, report, entry_id: str) -> None:  # type: ignore[no-untyped-def]
+    sizes = {0: 2, 1: 2, 2: 3, 3: 2}
+    lines = report(1, 2, sizes) + report(0, 2, sizes) + report(2, 0, sizes) + report(3, 2, sizes)
     diagnosis = _diagnose(tmp_path, lines)
-    assert diagnosis.root_cause is not None and diagnosis.root_cause.id == "ddp-model-mismatch"
+    assert diagnosis.root_cause is not None and diagnosis.root_cause.id == entry_id
     assert diagnosis.initiating_rank == 2
 
 
-def test_two_ranks_with_different_models_single_out_neither(tmp_path: Path) -> None:
-    """Each of two ranks names the other: which one built the other model cannot be read from the log."""
-    params = {0: 9, 1: 11}
-    diagnosis = _diagnose(tmp_path, _ddp_check(1, 0, params) + _ddp_check(0, 1, params))
-    assert diagnosis.root_cause is not None and diagnosis.root_cause.id == "ddp-model-mismatch"
+@pytest.mark.parametrize(("report", "entry_id"), _CHECKS)
+def test_two_ranks_name_each_other_and_neither_is_singled_out(tmp_path: Path, report, entry_id: str) -> None:  # type: ignore[no-untyped-def]
+    """Which of two ranks runs the other collective or built the other model cannot be read from the log."""
+    sizes = {0: 2, 1: 3}
+    diagnosis = _diagnose(tmp_path, report(1, 0, sizes) + report(0, 1, sizes))
+    assert diagnosis.root_cause is not None and diagnosis.root_cause.id == entry_id
     assert diagnosis.initiating_rank is None
