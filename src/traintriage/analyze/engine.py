@@ -187,6 +187,7 @@ def analyze(
         _drop_completed(candidates, kb, points, completions)
         _drop_teardown(candidates, completions)
     _drop_later_attempts(candidates, observations, scanner)
+    _drop_forced_kills(candidates, observations, scanner)
     _drop_idle_interrupt(candidates, points)
     seen_ranks = {o.rank for o in observations if o.rank is not None} | {p.rank for p in points if p.rank is not None}
     findings = _curve_findings(observations, points, candidates, names)
@@ -462,6 +463,28 @@ def _drop_later_attempts(candidates: dict[str, Candidate], observations: list[Ob
     for entry_id, candidate in list(candidates.items()):
         # only the agent's own later attempts: another node's agent may print its output after this one's
         if candidate.roots and all(first < position(o) < last for o in candidate.roots):
+            del candidates[entry_id]
+
+
+_FORCED_PID = re.compile(r"Unable to shutdown process (\d+) via")
+_SIGKILL_OF_PID = re.compile(r"exitcode\s*:\s*-9 \(pid: (\d+)\)|Signal 9 \(SIGKILL\) received by PID (\d+)")
+
+
+def _drop_forced_kills(candidates: dict[str, Candidate], observations: list[Observation], scanner: Scanner) -> None:
+    """A worker that outlived the launcher's SIGTERM is SIGKILLed (`Unable to shutdown process P via 15,
+    forcefully exiting via 9`): its `exitcode: -9 (pid: P)` is the launcher stopping a run that had already
+    failed, never the cause. A class that rests only on such reports goes."""
+    forced = {match.group(1) for o in _internal(observations, scanner, Internal.agent_forced_kill)
+              if (match := _FORCED_PID.search(o.hit.text)) is not None}
+    if not forced:
+        return
+
+    def forced_kill(observation: Observation) -> bool:
+        match = _SIGKILL_OF_PID.search(observation.hit.text)
+        return match is not None and (match.group(1) or match.group(2)) in forced
+
+    for entry_id, candidate in list(candidates.items()):
+        if candidate.roots and all(forced_kill(o) for o in candidate.roots):
             del candidates[entry_id]
 
 

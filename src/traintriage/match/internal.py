@@ -29,6 +29,7 @@ class Internal(str, Enum):
     faulty_rank = "faulty-rank"
     stack_dump = "stack-dump"
     agent_failure = "agent-failure"
+    agent_forced_kill = "agent-forced-kill"
     report_rank = "report-rank"
     exception_ignored = "exception-ignored"
     exception_logged = "exception-logged"
@@ -362,6 +363,11 @@ INTERNAL_PATTERNS: tuple[InternalPattern, ...] = (
                     r"(?:\[__graph_breaks\]|\.__graph_breaks: |Graph break in user code at |Graph Break Reason: |"
                     r"WON'T CONVERT \S)", 256),
     InternalPattern(Internal.agent_failure, r"failed \(exitcode: -?\d+\) local_rank: \d+", 1024),
+    # torchrun's agent (elastic/multiprocessing/api.py) and mp.spawn (multiprocessing/spawn.py) SIGKILL a
+    # worker that outlived their SIGTERM; the signals print as numbers, `Signals.SIGTERM` or `SIGTERM `.
+    InternalPattern(Internal.agent_forced_kill,
+                    r"Unable to shutdown process \d+ via [\w.]{1,20} ?, forcefully exiting via (?:9\b|(?:Signals\.)?SIGKILL)",
+                    256),
     # Keyed on `(local_rank: N)`: a fast pattern led by `rank` made Hyperscan check every
     # `[rankN]:` prefix of a console log (a fifth of the scan of the bench's console log).
     InternalPattern(Internal.report_rank, r"\(local_rank: \d+\)", 1024,
