@@ -31,7 +31,7 @@ MAX_TEXT = 4000
 """Hit, context and tail lines are decoded to at most this many bytes: every parser after the
 scan (prefix, traceback, torchrun report, facts, ranks) runs on texts this long at most."""
 MAX_METRIC_LINE = 4096
-CONTEXT_BEFORE = 40
+CONTEXT_BEFORE = 80
 CONTEXT_AFTER = 12
 TAIL_LINES = 40
 RECENT_LINES = max(TAIL_LINES, CONTEXT_BEFORE)
