@@ -31,6 +31,26 @@ def test_rank_prefixes(line: str, rank: int, message_start: str) -> None:
     assert prefix.message.startswith(message_start)
 
 
+@pytest.mark.parametrize(
+    ("line", "rank", "host"),
+    [
+        # a wrapper that prints the time of day, the node and the rank before torchrun's own tag
+        ("03:14:03 trn-node1 rank1: [rank1]: RuntimeError: boom", 1, "trn-node1"),
+        ("10:02:11.482 [rank2]: torch.OutOfMemoryError: CUDA out of memory.", 2, None),
+        ("gpu-node12 [rank7]: RuntimeError: boom", 7, "gpu-node12"),
+    ],
+)
+def test_a_time_of_day_and_a_host_before_a_rank_tag(line: str, rank: int, host: str | None) -> None:
+    prefix = parse_prefix(line)
+    assert (prefix.rank, prefix.host, prefix.time) == (rank, host, None)  # no date to invent
+    assert prefix.message.startswith(("RuntimeError", "torch.OutOfMemoryError"))
+
+
+@pytest.mark.parametrize("line", ["2024 rank 1: done", "12:30 is the time", "model rank1: top"])
+def test_numbers_and_words_before_a_rank_are_no_host_or_time(line: str) -> None:
+    assert parse_prefix(line).host is None
+
+
 def test_words_that_start_like_a_rank_tag_are_not_one() -> None:
     assert parse_prefix("ranking: 3 candidates").rank is None
     assert parse_prefix("rank 1 of 4 joined").rank is None

@@ -111,10 +111,16 @@ _HOST = re.compile(r"([A-Za-z0-9][A-Za-z0-9.-]{0,62}): ")
 # ... or any such name when torchrun's rank tag follows it (`nodeB: [rank1]: `, a pdsh-style merge of two
 # nodes' consoles): a word before a rank tag is no message.
 _RANK_TAG_AHEAD = re.compile(r"\[(?:rank|default)\d{1,6}\]:")
+# ... or a host name then a space, when a rank's tag follows (`trn-node1 rank1: [rank1]: `, a launcher that
+# names the node and the rank in its own words).
+_HOST_BEFORE_RANK = re.compile(r"([a-z0-9][a-z0-9.-]{0,62}) (?=\[(?:rank|default)\d{1,6}\]:|[Rr]ank ?\d{1,6}: )")
 _NCCL_HOST = re.compile(r"([A-Za-z0-9][\w.-]{0,62}):(\d{1,9}):(\d{1,9}) \[(\d{1,4})\] NCCL ")
 _ISO = re.compile(
     r"\[?(\d{4})-(\d\d)-(\d\d)[T _](\d\d):(\d\d):(\d\d)(?:[.,](\d{1,9}))?(?: ?(Z|[+-]\d\d:?\d\d))?\]?"
 )
+# A time of day alone (`03:14:03 `, `10:02:11.482 `), as `ts '%H:%M:%S'` or an awk wrapper prefixes lines:
+# skipped, not read as a time, since a report would have to invent its date.
+_CLOCK = re.compile(r"\d\d:\d\d:\d\d(?:[.,]\d{1,9})? (?=\S)")
 _GLOG = re.compile(r"\[?([IWEF])(\d{1,2})(\d\d) (\d\d):(\d\d):(\d\d)\.(\d{1,9})(?: {1,8}\d{1,9})? ")
 # dmesg -T, and Open MPI's --timestamp-output (ctime in brackets, `<stream>: ` when untagged)
 _CTIME = re.compile(
@@ -329,6 +335,16 @@ def _bare_host(head: str, found: _Peeled) -> int:
     return match.end()
 
 
+def _host_before_rank(head: str, found: _Peeled) -> int:
+    match = _HOST_BEFORE_RANK.match(head)
+    name = match.group(1) if match else ""
+    named_host = any(c.isdigit() for c in name) and any(c.isalpha() or c == "." for c in name)
+    if found.host is not None or not (name == "localhost" or named_host):
+        return 0
+    found.host = name
+    return len(name) + 1
+
+
 _DIGITS = string.digits
 _LOWER = string.ascii_lowercase
 # (characters a prefix can start with, peeler), in the order they are tried: the innermost
@@ -358,10 +374,12 @@ _PEELERS: tuple[tuple[str, Callable[[str, _Peeled], int]], ...] = (
     ("|>", _skip(_QUOTE)),
     ("[IWEF", _glog),
     ("[" + _DIGITS, _iso),
+    (_DIGITS, _skip(_CLOCK)),
     ("[", _ctime),
     ("JFMASOND", _syslog),
     ("DIWEC", _vllm_header),
     (_LOWER + _DIGITS, _bare_host),
+    (_LOWER + _DIGITS, _host_before_rank),
     (string.ascii_letters, _compose),
 )
 
