@@ -32,6 +32,8 @@ MAX_TEXT = 4000
 scan (prefix, traceback, torchrun report, facts, ranks) runs on texts this long at most."""
 MAX_METRIC_LINE = 4096
 CONTEXT_BEFORE = 80
+"""Lines kept above a hit: enough for a chain of two Python 3.11 tracebacks (a line of carets under most
+frames) and the log record that printed them, which says whether the program went on."""
 CONTEXT_AFTER = 12
 TAIL_LINES = 40
 RECENT_LINES = max(TAIL_LINES, CONTEXT_BEFORE)
