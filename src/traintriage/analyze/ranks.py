@@ -33,6 +33,10 @@ _DCP_FAILED = re.compile(r"CheckpointException ranks:dict_keys\(\[(\d{1,7}(?:, \
 # Ray Train's controller quotes each failed worker's error under `[Rank N Error Snippet]:` (N its world rank;
 # Ray names workers by actor and pid, not by a rank tag on their lines).
 _RAY_FAILED_WORKER = re.compile(r"\[Rank (\d{1,7}) Error Snippet\]:")
+# JAX's coordination service names the task (the process index, jax.process_index()) that stopped sending
+# heartbeats: `Task 1 heartbeat timeout` (current), `/job:jax_worker/replica:0/task:1 has been set to ERROR`.
+_JAX_FAILED_TASK = re.compile(r"Task (\d{1,7}) heartbeat timeout|/job:jax_worker/replica:\d{1,4}/task:(\d{1,7}) "
+                              r"(?:has been set to ERROR|heartbeat timeout)")
 # TORCH_DISTRIBUTED_DEBUG=DETAIL's check of each collective: every rank that compares itself with one that
 # disagrees prints `Detected mismatch between collectives on ranks. Rank A is running collective: <fingerprint>,
 # but Rank B is running collective: <fingerprint>` (ProcessGroupWrapper.cpp).
@@ -89,7 +93,8 @@ def named_faulty_rank(faulty: list[Observation]) -> SuspectRank | None:
     """A rank named as faulty: monitored_barrier's coordinator names the ranks that never
     arrived (`Ranks 1, 3 failed to pass monitoredBarrier`), which outranks the peers' pointer
     to the coordinator (`Please check rank 0 logs for faulty rank`); a distributed checkpoint
-    names the one rank whose save or load failed, and Ray Train the one worker that failed."""
+    names the one rank whose save or load failed, Ray Train the one worker that failed, and JAX's
+    coordination service the one task that stopped sending heartbeats."""
     for observation in faulty:
         match = _FAILED_BARRIER.search(observation.hit.text)
         if match:
@@ -104,6 +109,10 @@ def named_faulty_rank(faulty: list[Observation]) -> SuspectRank | None:
     if len(failed_workers) == 1:
         rank = failed_workers.pop()
         return SuspectRank(rank, None, "the only worker Ray Train reports as failed", True)
+    failed_tasks = {int(m.group(1) or m.group(2)) for o in faulty for m in _JAX_FAILED_TASK.finditer(o.hit.text)}
+    if len(failed_tasks) == 1:
+        task = failed_tasks.pop()
+        return SuspectRank(task, None, "the only JAX task the coordination service reports as failed", True)
     named: dict[int, int] = defaultdict(int)
     for observation in faulty:
         match = _FAULTY.search(observation.hit.text)

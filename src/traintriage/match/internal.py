@@ -142,7 +142,8 @@ INTERNAL_PATTERNS: tuple[InternalPattern, ...] = (
     InternalPattern(
         Internal.faulty_rank,
         r"(?:check rank \d+ logs for faulty rank|Culprit rank \d+; Error type|Ranks? \d+(?:, ?\d+)* failed to pass monitoredBarrier|"
-        r"waiting for send/recv from rank \d+|possible application crash on rank \d+|\[Rank \d{1,7} Error Snippet\]:|Detected mismatch between collectives on ranks\. Rank \d|DDP expects same model across all ranks, but Rank \d|\[missing ranks: \d|\[ready ranks: \d|CheckpointException ranks:dict_keys\(\[\d|\d!?: \[[^\]\n]{0,300}" + HOROVOD_TENSOR + ")",
+        r"waiting for send/recv from rank \d+|possible application crash on rank \d+|\[Rank \d{1,7} Error Snippet\]:|"
+        r"Task \d{1,7} heartbeat timeout|/job:jax_worker/replica:\d{1,4}/task:\d{1,7} (?:has been set to ERROR|heartbeat timeout)|Detected mismatch between collectives on ranks\. Rank \d|DDP expects same model across all ranks, but Rank \d|\[missing ranks: \d|\[ready ranks: \d|CheckpointException ranks:dict_keys\(\[\d|\d!?: \[[^\]\n]{0,300}" + HOROVOD_TENSOR + ")",
         256,
     ),
     InternalPattern(
