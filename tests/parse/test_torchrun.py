@@ -6,7 +6,7 @@ from datetime import datetime, timezone
 
 import pytest
 
-from traintriage.parse.torchrun import parse_root_cause
+from traintriage.parse.torchrun import parse_root_cause, sigkilled_pid
 
 REPORT = """[0]:
   time      : 2024-05-01_10:02:11
@@ -58,3 +58,17 @@ def test_a_report_pasted_through_markdown_keeps_its_rank() -> None:
     report = parse_root_cause(lines)
     assert report is not None
     assert (report.rank, report.local_rank) == (5, 1)
+
+
+@pytest.mark.parametrize(
+    ("message", "pid"),
+    [
+        ("exitcode  : -9 (pid: 17344)", "17344"),
+        ("traceback : Signal 9 (SIGKILL) received by PID 17344", "17344"),
+        ("exitcode  : 1 (pid: 17343)", None),
+        ("traceback : Signal 15 (SIGTERM) received by PID 17345", None),
+        ("RuntimeError: exitcode  : -9 (pid: 17344)", None),
+    ],
+)
+def test_the_pid_a_report_field_says_died_of_sigkill(message: str, pid: str | None) -> None:
+    assert sigkilled_pid(message) == pid

@@ -50,7 +50,7 @@ from traintriage.match.internal import Internal
 from traintriage.match.scan import LineHit, SourceScan
 from traintriage.parse.environment import extract_environment
 from traintriage.parse.metrics import MetricPoint, parse_metric_line
-from traintriage.parse.torchrun import FailureReport, is_report_field, parse_root_cause
+from traintriage.parse.torchrun import FailureReport, is_report_field, parse_root_cause, sigkilled_pid
 from traintriage.parse.traceback import Traceback
 
 THRESHOLD = 0.3
@@ -467,7 +467,6 @@ def _drop_later_attempts(candidates: dict[str, Candidate], observations: list[Ob
 
 
 _FORCED_PID = re.compile(r"Unable to shutdown process (\d+) via")
-_SIGKILL_OF_PID = re.compile(r"exitcode\s*:\s*-9 \(pid: (\d+)\)|Signal 9 \(SIGKILL\) received by PID (\d+)")
 
 
 def _drop_forced_kills(candidates: dict[str, Candidate], observations: list[Observation], scanner: Scanner) -> None:
@@ -478,13 +477,8 @@ def _drop_forced_kills(candidates: dict[str, Candidate], observations: list[Obse
               if (match := _FORCED_PID.search(o.hit.text)) is not None}
     if not forced:
         return
-
-    def forced_kill(observation: Observation) -> bool:
-        match = _SIGKILL_OF_PID.search(observation.hit.text)
-        return match is not None and (match.group(1) or match.group(2)) in forced
-
     for entry_id, candidate in list(candidates.items()):
-        if candidate.roots and all(forced_kill(o) for o in candidate.roots):
+        if candidate.roots and all(sigkilled_pid(o.message) in forced for o in candidate.roots):
             del candidates[entry_id]
 
 

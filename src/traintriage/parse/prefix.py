@@ -336,10 +336,12 @@ def _bare_host(head: str, found: _Peeled) -> int:
 
 
 def _host_before_rank(head: str, found: _Peeled) -> int:
+    if found.host is not None:
+        return 0
     match = _HOST_BEFORE_RANK.match(head)
     name = match.group(1) if match else ""
     named_host = any(c.isdigit() for c in name) and any(c.isalpha() or c == "." for c in name)
-    if found.host is not None or not (name == "localhost" or named_host):
+    if not (name == "localhost" or named_host):  # a number alone (`2024 rank 1: `) is no host
         return 0
     found.host = name
     return len(name) + 1

@@ -25,6 +25,7 @@ _FIELD = re.compile(r"^\s*(time|host|rank|exitcode|error_file|traceback)\s*:\s*(
 _RANK = re.compile(r"(-?\d+)(?: \(local_rank: (\d+)\))?")
 _MANGLED_RANK = re.compile(r"\s*rank\s*:?\s*(\d+) \(local[_ ]rank: (\d+)\)")
 _EXIT = re.compile(r"(-?\d+)(?: \(pid: (\d+)\))?")
+_SIGKILL_TRACEBACK = re.compile(r"Signal 9 \(SIGKILL\) received by PID (\d+)")
 _TIME = re.compile(r"(\d{4})-(\d\d)-(\d\d)_(\d\d):(\d\d):(\d\d)")
 """The report's `time : 2024-05-01_09:13:07` (torchrun's `%Y-%m-%d_%H:%M:%S`, UTC); read without
 `strptime`, whose first call imports `_strptime` and `locale` (a twentieth of a small diagnosis)."""
@@ -33,6 +34,20 @@ _TIME = re.compile(r"(\d{4})-(\d\d)-(\d\d)_(\d\d):(\d\d):(\d\d)")
 def is_report_field(message: str) -> bool:
     """A `field : value` line of the report (`exitcode  : -9 (pid: 7)`), whatever precedes it."""
     return _FIELD.match(_unmangled(message)) is not None
+
+
+def sigkilled_pid(message: str) -> str | None:
+    """The worker a report field says died of SIGKILL (`exitcode  : -9 (pid: 7)`, `traceback : Signal 9
+    (SIGKILL) received by PID 7`), as its pid; None for any other line."""
+    match = _FIELD.match(_unmangled(message))
+    if match is None:
+        return None
+    name, value = match.group(1), match.group(2)
+    if name == "exitcode":
+        code = _EXIT.match(value)
+        return code.group(2) if code and code.group(1) == "-9" else None
+    killed = _SIGKILL_TRACEBACK.match(value) if name == "traceback" else None
+    return killed.group(1) if killed else None
 
 
 @dataclass(frozen=True)
